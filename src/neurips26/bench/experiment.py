@@ -1,0 +1,178 @@
+"""The experiment contract every method fills in: metrics, a claim, systems, profiles and a run function.
+
+A method's ``experiment.py`` defines ``EXPERIMENT = Experiment(...)``. The runner expands it into cells
+(system x grid point x seed), calls ``run`` on each, and compares ours with the best baseline per claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from neurips26.core.config import apply_overrides
+
+Goal = Literal["min", "max"]
+ClaimKind = Literal["better", "noninferior"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported number. ``goal`` says whether lower or higher is better."""
+
+    name: str
+    goal: Goal
+    unit: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.goal not in ("min", "max"):
+            raise ValueError(f"Metric {self.name!r}: goal must be 'min' or 'max', got {self.goal!r}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A checkable claim: ``ours`` versus the best of ``versus`` on ``metric``.
+
+    ``kind="better"`` asks that ours beat the best baseline (the 95% CI of the difference excludes zero on
+    the good side). ``kind="noninferior"`` asks that ours be no worse than the best baseline by more than
+    ``margin`` (relative to the baseline's mean), e.g. "comparable prediction error".
+    ``per_point=True`` checks the claim at every grid point and reproduces only if all do.
+    """
+
+    text: str
+    metric: str
+    ours: str
+    versus: tuple[str, ...]
+    kind: ClaimKind = "better"
+    margin: float = 0.0
+    per_point: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("better", "noninferior"):
+            raise ValueError(f"Claim.kind must be 'better' or 'noninferior', got {self.kind!r}")
+        if self.margin < 0:
+            raise ValueError(f"Claim.margin must be >= 0, got {self.margin}")
+        if not self.versus:
+            raise ValueError("Claim.versus must name at least one baseline")
+        if self.ours in self.versus:
+            raise ValueError(f"Claim.versus must not contain ours ({self.ours!r})")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A scale at which the experiment runs.
+
+    ``overrides`` are applied to the method's default config; ``grid`` maps config keys to the values
+    swept (their cartesian product gives the grid points); ``budget_s`` is the expected wall time of the
+    whole profile for all systems and seeds on 2 cores (the smoke budget is asserted by the tests).
+    """
+
+    name: str
+    budget_s: float
+    seeds: int = 1
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    systems: tuple[str, ...] | None = None  # None: every system of the experiment
+
+    def __post_init__(self) -> None:
+        if self.budget_s <= 0:
+            raise ValueError(f"Profile {self.name!r}: budget_s must be > 0, got {self.budget_s}")
+        if self.seeds < 1:
+            raise ValueError(f"Profile {self.name!r}: seeds must be >= 1, got {self.seeds}")
+        for key, values in self.grid.items():
+            if len(values) == 0:
+                raise ValueError(f"Profile {self.name!r}: grid[{key!r}] is empty")
+
+    def points(self) -> list[dict[str, Any]]:
+        """The grid points, in a fixed order (a single empty point when there is no grid)."""
+        keys = list(self.grid)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
+
+
+class Progress(Protocol):
+    """What a run function may report while it works (a tqdm-like sink; silent in CI)."""
+
+    def loop(self, iterable: Any, total: int | None = None, desc: str = "") -> Any: ...
+
+
+class SilentProgress:
+    """A progress sink that reports nothing."""
+
+    def loop(self, iterable: Any, total: int | None = None, desc: str = "") -> Any:
+        return iterable
+
+
+RunFunction = Callable[[Any, Any, Profile, int, Progress], Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything the runner needs to evaluate one method against its baselines.
+
+    Parameters
+    ----------
+    slug: the method's folder name.
+    config_cls: the method's config dataclass; its defaults are the ``default`` profile's base.
+    claims: the claims to check; the first is the headline shown in the summary table.
+    metrics: every metric ``run`` returns (quality and cost).
+    systems: name -> factory ``(config) -> system``; ours first, then every baseline.
+    profiles: ``smoke``, ``default`` and ``full``.
+    run: ``run(system, config, profile, seed, progress) -> {metric: value}``.
+    ours: the name of our system (the one drawn thicker in figures).
+    """
+
+    slug: str
+    config_cls: type
+    claims: tuple[Claim, ...]
+    metrics: tuple[Metric, ...]
+    systems: Mapping[str, Callable[[Any], Any]]
+    profiles: Mapping[str, Profile]
+    run: RunFunction
+    ours: str
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.metrics]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.slug}: duplicate metric names in {names}")
+        if self.ours not in self.systems:
+            raise ValueError(f"{self.slug}: ours={self.ours!r} is not among systems {list(self.systems)}")
+        for claim in self.claims:
+            if claim.metric not in names:
+                raise ValueError(f"{self.slug}: claim metric {claim.metric!r} not in metrics {names}")
+            for system in (claim.ours, *claim.versus):
+                if system not in self.systems:
+                    raise ValueError(f"{self.slug}: claim names unknown system {system!r}")
+        for required in ("smoke", "default"):
+            if required not in self.profiles:
+                raise ValueError(f"{self.slug}: profile {required!r} is required")
+        for profile in self.profiles.values():
+            for system in profile.systems or ():
+                if system not in self.systems:
+                    raise ValueError(f"{self.slug}: profile {profile.name!r} names unknown system {system!r}")
+
+    def metric(self, name: str) -> Metric:
+        for metric in self.metrics:
+            if metric.name == name:
+                return metric
+        raise KeyError(f"{self.slug}: no metric {name!r}; metrics: {[m.name for m in self.metrics]}")
+
+    def profile(self, name: str) -> Profile:
+        if name not in self.profiles:
+            raise ValueError(f"{self.slug}: unknown profile {name!r}; choose one of {sorted(self.profiles)}")
+        return self.profiles[name]
+
+    def system_names(self, profile: Profile) -> list[str]:
+        return list(profile.systems) if profile.systems else list(self.systems)
+
+    def config_for(self, profile: Profile, point: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
+        """Default config, then the profile's overrides, then the user's ``--set``, then the grid point."""
+        config = self.config_cls()
+        config = apply_overrides(config, {**profile.overrides, **overrides})
+        return apply_overrides(config, point) if point else config
+
+    def with_profile(self, name: str, profile: Profile) -> Experiment:
+        """A copy with one profile replaced (handy in tests)."""
+        return dataclasses.replace(self, profiles={**self.profiles, name: profile})

@@ -1,0 +1,138 @@
+"""The catalogue of the 19 methods: import strings only, so ``neurips26 list`` never imports torch.
+
+Adding a method is a folder under ``methods/`` and setting ``experiment=`` on its line here.
+A spec without ``experiment`` is *planned*: listed honestly, never faked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+Status = Literal["ready", "planned", "unavailable"]
+
+# The import names an extra must make available; a method needing a missing one is "unavailable".
+EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
+    "sciml": ("torchdiffeq", "pytorch_optimizer", "scipy"),
+    "llm": ("transformers", "tokenizers", "safetensors", "kvpress"),
+    "quant": ("transformers", "safetensors"),
+    "graph": ("torch_geometric",),
+    "fl": ("flwr",),
+    "control": ("gymnasium", "cvxpy", "shapely"),
+    "ts": ("aeon", "pyod"),
+    "code": ("pycparser", "rank_bm25"),
+    "agent": ("networkx",),
+    "vision": ("sklearn",),
+    "sol": ("yaml",),
+    "dist": ("ray",),
+}
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One paper: where its code lives (as import strings), its family, extras and claim."""
+
+    slug: str
+    title: str
+    family: str
+    api: str
+    claim: str
+    extras: tuple[str, ...] = ()
+    experiment: str | None = None  # "module:ATTRIBUTE"; None while the method is planned
+    estimate_s: float | None = None  # default-profile wall time on 2 cores, measured
+
+    def missing_extras(self) -> list[str]:
+        return [e for e in self.extras if not all(_importable(m) for m in EXTRA_IMPORTS.get(e, ()))]
+
+    @property
+    def status(self) -> Status:
+        if self.experiment is None:
+            return "planned"
+        return "unavailable" if self.missing_extras() else "ready"
+
+    def status_text(self) -> str:
+        missing = self.missing_extras()
+        if self.experiment is not None and missing:
+            return f"unavailable: pip install 'neurips26[{','.join(missing)}]'"
+        return self.status
+
+    def load_experiment(self) -> Any:
+        """Import and return the method's ``Experiment`` (raises a clear error if not runnable)."""
+        if self.experiment is None:
+            raise LookupError(f"method {self.slug!r} is planned, not built yet")
+        missing = self.missing_extras()
+        if missing:
+            raise LookupError(
+                f"method {self.slug!r} needs extras {missing}: pip install 'neurips26[{','.join(missing)}]'"
+            )
+        module_name, _, attribute = self.experiment.partition(":")
+        return getattr(importlib.import_module(module_name), attribute or "EXPERIMENT")
+
+
+@cache
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+_M = MethodSpec
+METHODS: tuple[MethodSpec, ...] = (
+    _M("styleroute", "Region routing for diffusion style transfer", "vision", "pipeline hook",
+       "Routing structure- vs style-dominant regions improves the content/style trade-off."),
+    _M("dacs", "DACS: dual alignment for covariate shift in graph domain adaptation", "graph",
+       "PyG trainer", "Aligning both covariate and structure shift beats single-alignment GDA."),
+    _M("sast", "Self-training CLIP with reliability-aware pseudo-labels", "vision", "trainer",
+       "Reliability-aware pseudo-labels make CLIP self-training robust."),
+    _M("spectralkv", "SpectralKV: entropy-guided budgets and spectral coresets for KV caches", "llm",
+       "kvpress press", "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines "
+       "at equal budget.", extras=("llm",)),
+    _M("sprepe", "SpRePE: spherical reflection position embedding", "vision", "nn.Module",
+       "Householder-reflection position encoding beats other PEs for attention on the sphere."),
+    _M("sad", "SAD: decomposition-based programming by example", "code", "synthesizer",
+       "Learning subtask decomposition scales programming-by-example."),
+    _M("snapmla", "SnapMLA: FP8 MLA decoding with RoPE-aware per-token KV quantization", "llm",
+       "cache + attention", "Per-token FP8 latent cache with BF16 RoPE keeps MLA accuracy at FP8 cost.",
+       extras=("llm",)),
+    _M("semfas", "Semantic face anti-spoofing across domains", "vision", "detector",
+       "Semantic guidance improves cross-domain face anti-spoofing."),
+    _M("samhybrid", "Sharpness-aware hybrid model learning for architecture-agnostic parameter "
+       "estimation", "sciml", "torch.optim.Optimizer",
+       "SAM on the ML part lowers the scientific-parameter error of hybrid models versus ERM and L2, "
+       "for additive and non-additive hybrids.", extras=("sciml",),
+       experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT"),
+    _M("semanticdialect", "Semantic dialects: block formats for low-bit video DiTs", "quant",
+       "quantize_", "Semantic-aware block formats preserve DiT video quality at low bit width."),
+    _M("poes", "POES: choosing the evaluation examples of prompt optimizers", "agent", "optimizer hook",
+       "Selecting informative evaluation examples makes prompt optimization cheaper and better."),
+    _M("screensearch", "ScreenSearch: state search for partially observable desktop GUI agents",
+       "agent", "gymnasium Env", "Searching over workflow states beats greedy GUI agents."),
+    _M("scalebits", "ScaleBITS: scalable bit-width search for mixed-precision LLM quantization",
+       "quant", "quantize_", "Dynamic-sensitivity greedy bit allocation beats uniform and static "
+       "mixed precision at equal average bits.", extras=("quant",)),
+    _M("stparopt", "Serial-to-parallel C to CUDA migration", "code", "pipeline",
+       "Observation-aware migration produces more correct, faster CUDA."),
+    _M("star", "STAR: state-aware adapter for TSFM anomaly detection", "ts", "pyod detector",
+       "Conditioning on discrete state variables improves TSFM anomaly detection."),
+    _M("srlmpc", "SRL-MPC: shape-aware navigation in heterogeneous crowds", "control", "gymnasium Env",
+       "Shape-aware MPC navigates crowds more safely and efficiently."),
+    _M("spcacw", "SP-CACW: convergence-aware client weighting for selfish personalization", "fl",
+       "Flower Strategy", "Convergence-aware client weighting benefits every participant."),
+    _M("solar", "SOLAR: validated speed-of-light bounds for deep-learning programs", "sol",
+       "analyze()", "Derived SOL bounds cover the programs exactly and are never violated by "
+       "measurements.", extras=("sol",)),
+    _M("solexecbench", "SOL-ExecBench: kernels scored against the speed of light", "sol", "harness",
+       "Scoring kernels against SOL exposes headroom that speedup scores hide.", extras=("sol",)),
+)
+del _M
+
+SLUGS: tuple[str, ...] = tuple(spec.slug for spec in METHODS)
+
+
+def get_spec(slug: str) -> MethodSpec:
+    """The spec of ``slug``; an unknown slug raises ``KeyError`` listing the known ones."""
+    for spec in METHODS:
+        if spec.slug == slug:
+            return spec
+    raise KeyError(f"unknown method {slug!r}; known methods: {', '.join(SLUGS)}")
