@@ -1,4 +1,4 @@
-"""SOLAR: AI-Powered Speed-of-Light Performance Analysis (validated speed-of-light bounds for PyTorch programs).
+"""SOLAR: AI-Powered Speed-of-Light Performance Analysis — validated SOL bounds for PyTorch programs.
 
 Public API::
 

@@ -294,6 +294,43 @@ def _attention_softmax(scores: torch.Tensor, causal: bool, mask: torch.Tensor | 
     return torch.softmax(scores.to(torch.float64), dim=-1).to(scores.dtype)
 
 
+def rule_sdpa_aten(call: OpCall) -> OpCost:
+    """ATen-level fused attention kernels (``_scaled_dot_product_*_attention``), seen when a module calls them
+    below the Python function (e.g. ``nn.MultiheadAttention``'s fast path, or a CPU trace)."""
+    schema = call.func._schema
+    named = {
+        a.name: (call.args[i] if i < len(call.args) else call.kwargs.get(a.name, a.default_value))
+        for i, a in enumerate(schema.arguments)
+    }
+    adapted = OpCall(
+        call.index,
+        call.op,
+        call.func,
+        (named["query"], named["key"], named["value"]),
+        {
+            "attn_mask": named.get("attn_mask", named.get("attn_bias")),
+            "dropout_p": named.get("dropout_p", 0.0),
+            "is_causal": named.get("is_causal", False),
+            "scale": named.get("scale"),
+        },
+        call.outputs[:1],
+        call.output_names[:1],
+        call.value_of,
+    )
+    return rule_sdpa(adapted)
+
+
+def rule_linalg_solve(call: OpCall) -> OpCost:
+    """``A X = B`` by LU: ``n³/3`` MACs to factor plus ``n²·k`` for the two triangular solves (classical
+    algorithms; the bound is for them)."""
+    a, b = call.args[0], call.args[1]
+    n = int(a.shape[-1])
+    batch = math.prod(a.shape[:-2])
+    k = int(b.shape[-1]) if b.dim() == a.dim() else 1
+    macs = batch * (n**3 // 3 + n * n * k)
+    return OpCost("contraction", {_dt(a): macs}, 0, [call.replay("contraction")])
+
+
 def rule_sdpa(call: OpCall) -> OpCost:
     """Scaled dot-product attention as two einsums around a masked softmax.
 
@@ -466,6 +503,15 @@ def _install_defaults() -> None:
         register_rule(op, rule_addmm)
     register_rule("aten::convolution", rule_convolution)
     register_rule("torch.nn.functional.scaled_dot_product_attention", rule_sdpa)
+    for op in (
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_cudnn_attention",
+    ):
+        register_rule(op, rule_sdpa_aten)
+    register_rule("aten::_linalg_solve_ex", rule_linalg_solve)
+    register_rule("aten::_linalg_check_errors", lambda call: OpCost("view", {}, 0, []))
     for op in ("aten::sum.dim_IntList", "aten::sum", "aten::mean.dim", "aten::mean", "aten::amax"):
         register_rule(op, rule_reduction_einsum)
     for op in (
