@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from neurips26.methods.solar.ir import IRGraph, dtype_name
+from neurips26.methods.solar.ir import EinsumNode, IRGraph, dtype_name
 from neurips26.methods.solar.rules import OpCall, OpCost, find_rule, op_key, tensors_in
 
 PRESERVED_FUNCTIONS: dict[Any, str] = {
@@ -135,7 +135,10 @@ class _Recorder:
 
         call = OpCall(len(self.ops), op, func, tuple(args), dict(kwargs), outputs, out_names, value_of)
         cost = self._cost(call)
+        if cost.nodes is None:  # a rule that only counts: the IR replays the op
+            cost.nodes = [call.replay(cost.kind)]
         self.graph.nodes.extend(cost.nodes or [])
+        self._register_temps(cost.nodes or [], outputs[0].dtype if outputs else torch.float32)
         if cost.kind in ("view", "creation"):
             read = 0
         else:
@@ -167,6 +170,20 @@ class _Recorder:
                 self.compulsory_write[root] = max(
                     self.compulsory_write.get(root, 0), distinct_elements(t) * t.element_size()
                 )
+
+    def _register_temps(self, nodes: list[Any], dtype: torch.dtype) -> None:
+        """Give node-internal temporaries (``op.scores``, ``op.mm``...) a value entry with shape and dtype."""
+        for node in nodes:
+            outs = [node.output] if isinstance(node, EinsumNode) else [n for n in node.outputs if n]
+            for name in outs:
+                if name in self.graph.values:
+                    continue
+                if isinstance(node, EinsumNode):
+                    shape = [math.prod(node.ranks[r] for r in group) for group in node.out_ranks]
+                else:
+                    first = next((self.graph.values[i] for i in node.inputs if i in self.graph.values), None)
+                    shape = list(first.shape) if first else []
+                self.graph.add_value(name, shape, dtype_name(dtype), "temp")
 
     def _cost(self, call: OpCall) -> OpCost:
         rule = find_rule(call.func) if not isinstance(call.func, str) else None

@@ -17,7 +17,15 @@ from typing import Any
 
 import torch
 
-from neurips26.methods.solar.ir import Access, Affine, EinsumNode, ReplayNode, ValueRef, dtype_name
+from neurips26.methods.solar.ir import (
+    Access,
+    Affine,
+    EinsumNode,
+    ReplayNode,
+    ValueRef,
+    dtype_name,
+    guard_mask,
+)
 
 aten = torch.ops.aten
 
@@ -283,11 +291,13 @@ def rule_convolution(call: OpCall) -> OpCost:
     return OpCost("contraction", {_dt(x): node.points()}, flops, nodes)
 
 
-def _attention_softmax(scores: torch.Tensor, causal: bool, mask: torch.Tensor | None) -> torch.Tensor:
-    """Row softmax over the last axis, with the causal guard (top-left aligned) and an optional mask."""
-    if causal:
-        m, n = scores.shape[-2], scores.shape[-1]
-        keep = torch.ones(m, n, dtype=torch.bool).tril()
+def _attention_softmax(scores: torch.Tensor, qk: EinsumNode, mask: torch.Tensor | None) -> torch.Tensor:
+    """Row softmax over the last axis restricted to the score einsum's domain (its guards, read when the
+    node runs, so a wrong guard changes the output and fails the gate), plus an optional attention mask."""
+    if qk.guards:
+        keep, ranks = guard_mask(qk.ranks, qk.guards)
+        if ranks != ["m", "n"]:
+            keep = keep.permute([ranks.index("m"), ranks.index("n")]) if set(ranks) == {"m", "n"} else keep
         scores = scores.masked_fill(~keep, -math.inf)
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
@@ -385,7 +395,7 @@ def rule_sdpa(call: OpCall) -> OpCost:
         call.node_name(".softmax"),
         call.op,
         "normalization",
-        lambda s, m_: _attention_softmax(s, causal, m_),
+        lambda s, m_: _attention_softmax(s, qk, m_),
         (ValueRef(scores), ValueRef(call.name(mask)) if mask is not None else None),
         {},
         [probs],

@@ -1,0 +1,397 @@
+"""Tests for SOLAR (speed-of-light bounds): counts, IR, gate, bounds, audit, hardware, CLI, experiment."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from neurips26.methods.solar import (
+    Access,
+    Affine,
+    EinsumNode,
+    HardwareSpec,
+    OpCost,
+    analyze,
+    check,
+    inverse_roofline,
+    known_hardware,
+    load_hardware,
+    rebound,
+    register_rule,
+    save_hardware,
+    unregister_rule,
+)
+from neurips26.methods.solar.baselines import flop_counter_flops
+from neurips26.methods.solar.ir import count_domain_points, gather_access
+from neurips26.methods.solar.rules import rule_matmul, rule_sdpa
+
+torch.set_num_threads(1)
+README = Path(__file__).resolve().parents[2] / "src/neurips26/methods/solar/README.md"
+
+
+class MatMul(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+class Attention(nn.Module):
+    def __init__(self, causal: bool) -> None:
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+def _meta_flops(model: nn.Module, inputs: list[torch.Tensor]) -> int:
+    return flop_counter_flops(model, inputs, "meta")
+
+
+# ---------------------------------------------------------------------------------------------- golden counts
+
+
+def test_matmul_counts_match_hand_formula_and_flopcounter() -> None:
+    a, b = torch.randn(24, 40), torch.randn(40, 16)
+    report = analyze(MatMul(), [a, b], hw="H100-SXM")
+    assert report.macs == {"float32": 24 * 40 * 16}
+    assert report.flops == _meta_flops(MatMul(), [a, b]) == 2 * 24 * 40 * 16
+    assert report.validated and report.complete
+
+
+def test_conv_counts_match_flopcounter_without_padding_and_exclude_padded_taps() -> None:
+    x = torch.randn(2, 3, 9, 9)
+    plain = nn.Conv2d(3, 5, 3, stride=2, bias=False)
+    assert analyze(plain, [x], hw="A100").flops == _meta_flops(plain, [x])
+    padded = nn.Conv2d(3, 5, 3, padding=1, bias=False)
+    taps = sum(1 for p in range(9) for r in range(3) if 0 <= p + r - 1 < 9)  # valid (output, tap) pairs
+    report = analyze(padded, [x], hw="A100")
+    assert report.macs["float32"] == 2 * 5 * 3 * taps**2
+    assert report.flops < _meta_flops(padded, [x])  # FlopCounterMode counts taps that read padding zeros
+    assert report.validated
+
+
+def test_causal_attention_counts_the_triangle() -> None:
+    b, h, t, d = 2, 3, 16, 8
+    qkv = [torch.randn(b, h, t, d) for _ in range(3)]
+    causal = analyze(Attention(True), qkv, hw="H200")
+    full = analyze(Attention(False), qkv, hw="H200")
+    assert causal.macs["float32"] == b * h * (t * (t + 1) // 2) * 2 * d
+    assert full.macs["float32"] == b * h * t * t * 2 * d == _meta_flops(Attention(False), qkv) // 2
+    assert _meta_flops(Attention(True), qkv) == full.flops  # FlopCounterMode ignores the causal mask
+    assert flop_counter_flops(Attention(False), qkv, "cpu") == 0  # and misses CPU attention entirely
+    assert causal.validated and full.validated
+
+
+def test_bytes_follow_each_tensors_dtype() -> None:
+    a, b = torch.randn(32, 32, dtype=torch.bfloat16), torch.randn(32, 32, dtype=torch.float32)
+    report = analyze(lambda x, y: x.float() @ y, [a, b], hw="H200", validate=False)
+    assert report.bounds.compulsory_bytes == 32 * 32 * 2 + 32 * 32 * 4  # outputs fit on chip (see README)
+
+
+# ------------------------------------------------------------------------------------------ IR and counting
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    m=st.integers(1, 9),
+    n=st.integers(1, 9),
+    coeffs=st.lists(
+        st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(-6, 6)), min_size=1, max_size=3
+    ),
+)
+def test_domain_point_count_equals_brute_force(m: int, n: int, coeffs: list[tuple[int, int, int]]) -> None:
+    guards = tuple(Affine((("i", a), ("j", b)), c) for a, b, c in coeffs)
+    brute = sum(all(a * i + b * j + c >= 0 for a, b, c in coeffs) for i in range(m) for j in range(n))
+    assert count_domain_points({"i": m, "j": n, "z": 3}, guards) == 3 * brute
+
+
+def test_affine_gather_matches_python_loops() -> None:
+    value = torch.randn(5, 7)
+    acc = Access("x", (Affine((("p", 2), ("r", 1)), -1), Affine.of("q")))
+    gathered, ranks = gather_access(value, acc, {"p": 3, "r": 2, "q": 7}, fill=0.0)
+    assert ranks == ["p", "r", "q"]
+    for p in range(3):
+        for r in range(2):
+            for q in range(7):
+                i = 2 * p + r - 1
+                want = value[i, q].item() if 0 <= i < 5 else 0.0
+                assert gathered[p, r, q].item() == want
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 2)])
+def test_conv_einsum_node_matches_torch(stride: int, padding: int, dilation: int, groups: int) -> None:
+    conv = nn.Conv2d(4, 6, 3, stride=stride, padding=padding, dilation=dilation, groups=groups, bias=True)
+    report = analyze(conv, [torch.randn(2, 4, 11, 10)], hw="H200")
+    assert report.validated, report.validation.reason
+    node = next(n for n in report.graph.nodes if isinstance(n, EinsumNode))
+    assert node.points() == report.macs["float32"]
+
+
+def test_validation_gate_rejects_a_wrong_lowering() -> None:
+    def transposed_mm(call):  # deliberately wrong: contracts a with b's other axis
+        cost = rule_matmul(call)
+        node = cost.nodes[0]
+        node.operands[1] = Access(node.operands[1].value, tuple(reversed(node.operands[1].index)))
+        return cost
+
+    def causal_without_guard(call):
+        cost = rule_sdpa(call)
+        for node in cost.nodes:
+            if isinstance(node, EinsumNode):
+                node.guards = ()
+        return cost
+
+    a = torch.randn(8, 8)
+    register_rule("aten::mm", transposed_mm)
+    try:
+        assert not analyze(MatMul(), [a, torch.randn(8, 8)], hw="H200").validated
+    finally:
+        register_rule("aten::mm", rule_matmul)
+    key = "torch.nn.functional.scaled_dot_product_attention"
+    register_rule(key, causal_without_guard)
+    try:
+        qkv = [torch.randn(1, 2, 6, 4) for _ in range(3)]
+        assert not analyze(Attention(True), qkv, hw="H200").validated
+    finally:
+        register_rule(key, rule_sdpa)
+    assert analyze(Attention(True), qkv, hw="H200").validated
+
+
+def test_unknown_op_is_listed_with_a_hint_and_a_rule_completes_it() -> None:
+    def program(x: torch.Tensor) -> torch.Tensor:
+        return torch.fft.rfft(x).abs()
+
+    report = analyze(program, [torch.randn(64)], hw="H200")
+    assert "aten::_fft_r2c" in report.unknown_ops and not report.complete
+    assert "register_rule('aten::_fft_r2c'" in report.summary()
+    register_rule("aten::_fft_r2c", lambda call: OpCost("custom", {}, 5 * 64 * 6))
+    try:
+        fixed = analyze(program, [torch.randn(64)], hw="H200")
+        assert fixed.complete and fixed.validated and fixed.other_flops == 5 * 64 * 6 + 33
+    finally:
+        unregister_rule("aten::_fft_r2c")
+
+
+def test_data_dependent_program_asks_for_concrete_tracing() -> None:
+    def program(x: torch.Tensor) -> torch.Tensor:
+        return x[x > 0].sum()
+
+    with pytest.raises(ValueError, match="trace_device='cpu'"):
+        analyze(program, [torch.randn(16)], hw="H200")
+    assert analyze(program, [torch.randn(16)], hw="H200", trace_device="cpu").validated
+
+
+# ------------------------------------------------------------------------------------------------- bounds
+
+
+def _spec(bandwidth: float = 1e11, flops: float = 1e12, onchip: int = 2**20) -> HardwareSpec:
+    return HardwareSpec("toy", "gpu", False, "test", bandwidth, onchip, {"float32": flops})
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    m=st.integers(1, 64),
+    k=st.integers(1, 64),
+    n=st.integers(1, 64),
+    bw=st.floats(1e9, 1e13),
+    fl=st.floats(1e9, 1e15),
+)
+def test_bound_fidelities_are_ordered(m: int, k: int, n: int, bw: float, fl: float) -> None:
+    report = analyze(MatMul(), [torch.randn(m, k), torch.randn(k, n)], hw=_spec(bw, fl, 4096), validate=False)
+    b = report.bounds
+    assert b.flop_only <= b.fused <= b.cache_aware <= b.target * (1 + 1e-12)
+    assert b.fused <= b.unfused * (1 + 1e-12)
+
+
+def test_cache_aware_bound_uses_hong_kung_when_cache_is_small() -> None:
+    a, b = torch.randn(512, 512, device="meta"), torch.randn(512, 512, device="meta")
+    report = analyze(MatMul(), [a, b], hw=_spec(onchip=4096), validate=False)
+    s_words = 4096 / 4
+    hk = 4 * (512**3 / (2 * math.sqrt(2) * math.sqrt(s_words)) - s_words)
+    assert report.bounds.cache_aware_bytes == int(hk) > report.bounds.compulsory_bytes
+
+
+def test_degenerate_flop_only_bound_equals_flopcounter_roofline() -> None:
+    a, b = torch.randn(64, 32), torch.randn(32, 48)
+    spec = _spec()
+    report = analyze(MatMul(), [a, b], hw=spec, validate=False)
+    assert report.bounds.flop_only == pytest.approx(
+        _meta_flops(MatMul(), [a, b]) / spec.flops_rate("float32")
+    )
+
+
+def test_check_flags_only_lower_bound_violations() -> None:
+    report = analyze(MatMul(), [torch.randn(64, 64), torch.randn(64, 64)], hw="H200")
+    assert check(report, report.bounds.cache_aware * 2).ok
+    audit = check(report, report.bounds.fused / 2)
+    assert not audit.ok and any("fused" in v for v in audit.violations)
+    between = (report.bounds.cache_aware + report.bounds.unfused) / 2
+    assert check(report, between).ok and check(report, between).rows["unfused"]["below"]
+    with pytest.raises(ValueError, match="measured_seconds"):
+        check(report, -1.0)
+
+
+def test_inverse_roofline_round_trips() -> None:
+    report = analyze(MatMul(), [torch.randn(128, 128), torch.randn(128, 128)], hw="H100-SXM", validate=False)
+    target = report.bounds.fused / 3
+    need = inverse_roofline(report, target)
+    assert rebound(report, need.provisioned).bounds.fused == pytest.approx(target, rel=1e-9)
+    assert need.required_bandwidth_Bps == pytest.approx(report.bounds.compulsory_bytes / target)
+    with pytest.raises(ValueError, match="fidelity"):
+        inverse_roofline(report, target, fidelity="unfused")
+
+
+def test_cold_cache_audit_passes_and_warm_cache_audit_catches_a_violation() -> None:
+    from neurips26.methods.solar.hardware import measure_dram_bandwidth, read_cache_bytes
+    from neurips26.methods.solar.timing import CacheFlusher, measure_seconds
+
+    bandwidth = measure_dram_bandwidth(64 * 2**20, reps=3)
+    spec = dataclasses.replace(
+        load_hardware("H200"),
+        name="cpu-test",
+        kind="cpu",
+        dram_bandwidth_Bps=bandwidth,
+        onchip_bytes=read_cache_bytes(),
+        peak_flops={"float32": 1e13},
+    )
+    a, b = torch.randn(2**16), torch.randn(2**16)  # 3 x 256 KiB: cache-resident when warm
+    report = analyze(torch.add, [a, b], hw=spec)
+    warm = measure_seconds(lambda: torch.add(a, b), reps=15, warmup=3, cold=False)
+    cold = measure_seconds(lambda: torch.add(a, b), reps=5, cold=True, flusher=CacheFlusher(2.0))
+    assert check(report, cold).ok
+    assert not check(report, warm).ok
+
+
+# -------------------------------------------------------------------------------------- hardware and inputs
+
+
+def test_hardware_yaml_round_trip(tmp_path: Path) -> None:
+    for name in ("B200", "H100-SXM", "H200", "A100"):
+        spec = load_hardware(name)
+        assert not spec.measured
+        path = save_hardware(spec, tmp_path / f"{name}.yaml")
+        assert load_hardware(str(path)) == spec
+
+
+def test_unknown_hardware_lists_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"known: \[.*H200"):
+        load_hardware("TPU-v9")
+    assert {"A100", "B200", "H100-SXM", "H200", "cpu-local"} <= set(known_hardware())
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"dram_bandwidth_Bps": -1.0}, "dram_bandwidth_Bps"),
+        ({"kind": "fpga"}, "kind"),
+        ({"peak_flops": {}}, "peak_flops"),
+        ({"onchip_bytes": 0}, "onchip_bytes"),
+    ],
+)
+def test_bad_hardware_spec_names_the_field(kwargs: dict, match: str) -> None:
+    base = {
+        "name": "x",
+        "kind": "gpu",
+        "measured": False,
+        "source": "t",
+        "dram_bandwidth_Bps": 1.0,
+        "onchip_bytes": 1,
+        "peak_flops": {"float32": 1.0},
+    }
+    with pytest.raises(ValueError, match=match):
+        HardwareSpec(**{**base, **kwargs})
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    from neurips26.methods.solar.config import SOLARConfig
+
+    with pytest.raises(TypeError, match="example_inputs"):
+        analyze(MatMul(), torch.randn(2, 2), hw="H200")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="reps"):
+        SOLARConfig(reps=0)
+    with pytest.raises(ValueError, match="programs"):
+        SOLARConfig(programs=("no_such_program",))
+
+
+def test_report_json_is_complete(tmp_path: Path) -> None:
+    import json
+
+    report = analyze(Attention(True), [torch.randn(1, 2, 8, 4) for _ in range(3)], hw="B200")
+    data = json.loads(report.to_json(tmp_path / "r.json"))
+    assert data["validated"] is True and data["bounds_seconds"]["fused"] > 0
+    assert {"ops", "macs_by_dtype", "unknown_ops", "arithmetic_intensity", "bottleneck"} <= set(data)
+    assert json.loads((tmp_path / "r.json").read_text()) == data
+
+
+# -------------------------------------------------------------------------------------- scale, CLI, README
+
+
+def test_meta_built_gpt_has_no_unknown_ops_and_counts_its_layers() -> None:
+    from neurips26.methods.solar.suite.models import TinyGPT
+
+    def build(layers: int) -> nn.Module:
+        with torch.device("meta"):
+            return TinyGPT(1000, 64, 4, layers, 128).eval()
+
+    ids = torch.zeros(1, 128, dtype=torch.long, device="meta")
+    one, three = (analyze(build(n), [ids], hw="H200", validate=False) for n in (1, 3))
+    assert one.complete and three.complete
+    per_layer = three.macs["float32"] - one.macs["float32"]
+    assert per_layer == 2 * (
+        128 * 64 * 3 * 64 + 4 * (128 * 129 // 2) * 2 * 16 + 128 * 64 * 64 + 2 * 128 * 64 * 256
+    )
+
+
+def test_cli_analyze_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from neurips26.methods.solar import cli
+
+    source = tmp_path / "prog.py"
+    source.write_text(
+        "import torch\nfrom torch import nn\n"
+        "class Model(nn.Module):\n    def forward(self, a, b):\n        return a @ b\n"
+        "def get_inputs():\n    return [torch.randn(4, 5), torch.randn(5, 6)]\n"
+    )
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    json_path = tmp_path / "r.json"
+    assert (
+        cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "H200", "--json", str(json_path)]))
+        == 0
+    )
+    assert "validated True" in capsys.readouterr().out and json_path.exists()
+    assert cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "nope"])) == 1
+    assert "known" in capsys.readouterr().err
+
+
+def test_readme_snippet_runs() -> None:
+    text = README.read_text()
+    snippet = re.search(r"```python\n(.*?)```", text, re.S)
+    assert snippet is not None
+    exec(compile(snippet.group(1), str(README), "exec"), {})
+
+
+def test_experiment_smoke_cell_runs() -> None:
+    from neurips26.bench.experiment import SilentProgress
+    from neurips26.methods.solar.config import SOLARConfig
+    from neurips26.methods.solar.experiment import EXPERIMENT
+
+    config = SOLARConfig(programs=("gemm_skinny", "sdpa_causal"), reps=1)
+    profile = EXPERIMENT.profile("smoke")
+    for name in ("solar", "flopcounter_cpu"):
+        metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
+        assert {m.name for m in EXPERIMENT.metrics} == set(metrics)
+        assert all(math.isfinite(v) for v in metrics.values())
+        if name == "solar":
+            assert metrics["count_agreement"] == 1.0 and metrics["violations"] == 0.0
+        else:
+            assert metrics["count_agreement"] == 0.5  # misses CPU attention
