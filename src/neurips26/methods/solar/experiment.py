@@ -220,3 +220,38 @@ EXPERIMENT = Experiment(
     run=run,
     ours="solar",
 )
+
+
+def main() -> None:
+    """Run one profile for every system without the harness runner and print metrics (and per-program rows
+    with ``--rows``): ``python -m neurips26.methods.solar.experiment [smoke|default|full] [--rows]``."""
+    import argparse
+    import json
+
+    from neurips26.bench.experiment import SilentProgress
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("profile", nargs="?", default="default")
+    parser.add_argument("--rows", action="store_true")
+    args = parser.parse_args()
+    profile = EXPERIMENT.profile(args.profile)
+    config = EXPERIMENT.config_for(profile, {}, {})
+    per_system = {}
+    for name, factory in EXPERIMENT.systems.items():
+        metrics, rows = evaluate(factory(config), config, SilentProgress())
+        per_system[name] = rows
+        print(json.dumps({"system": name, **{k: round(v, 4) for k, v in metrics.items()}}))
+    spec = cpu_spec(config)
+    print(json.dumps({"cpu_local": spec.notes, "bandwidth_GBps": spec.dram_bandwidth_Bps / 1e9,
+                      "fp32_GFLOPs": spec.peak_flops["float32"] / 1e9}))
+    if args.rows:
+        for row in per_system["solar"]:
+            naive = next(r for r in per_system["naive_roofline"] if r["program"] == row["program"])
+            print(json.dumps({"program": row["program"], "cold_ms": round(1e3 * row["cold"], 3),
+                              "warm_ms": round(1e3 * row["warm"], 3),
+                              **{k: round(v, 4) for k, v in row.items() if k.startswith("ratio_")},
+                              "naive_ratio": round(naive["bound"] / row["cold"], 4)}))
+
+
+if __name__ == "__main__":
+    main()
