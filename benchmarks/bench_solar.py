@@ -35,8 +35,14 @@ def time_analysis(layers: int, repeats: int) -> dict[str, float]:
         best = min(best, time.perf_counter() - start)
     assert report is not None and report.complete
     nodes = len(report.ops)
-    return {"layers": layers, "seconds": best, "ops": nodes, "us_per_op": 1e6 * best / nodes,
-            "gflops": report.flops / 1e9, "fused_bound_ms": 1e3 * report.bounds.fused}
+    return {
+        "layers": layers,
+        "seconds": best,
+        "ops": nodes,
+        "us_per_op": 1e6 * best / nodes,
+        "gflops": report.flops / 1e9,
+        "fused_bound_ms": 1e3 * report.bounds.fused,
+    }
 
 
 def main() -> None:
@@ -50,8 +56,10 @@ def main() -> None:
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))
     if len(rows) >= 2:
         slope = (rows[-1]["seconds"] - rows[0]["seconds"]) / (rows[-1]["layers"] - rows[0]["layers"])
-        print(f"marginal cost per layer: {slope:.4f} s; per op: "
-              f"{[round(r['us_per_op'], 1) for r in rows]} us (flat = linear in graph nodes)")
+        print(
+            f"marginal cost per layer: {slope:.4f} s; per op: "
+            f"{[round(r['us_per_op'], 1) for r in rows]} us (flat = linear in graph nodes)"
+        )
 
 
 if __name__ == "__main__":

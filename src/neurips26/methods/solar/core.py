@@ -199,6 +199,7 @@ def analyze(
     trace_device: str = "meta",
     validate: bool = True,
     seed: int = 0,
+    frontend: str = "auto",
     validate_max_bytes: int = 512 * 2**20,
     validate_max_macs: int = 2 * 10**9,
 ) -> SOLReport:
@@ -206,11 +207,12 @@ def analyze(
 
     Parameters
     ----------
-    program: an ``nn.Module`` (possibly built on ``meta``) or a function of tensors.
+    program: an ``nn.Module`` (possibly built on ``meta``), a function of torch tensors, or a JAX function.
     example_inputs: the call's arguments; tensors may be on ``meta`` (shapes and dtypes are what count).
     hw: a spec name (see ``known_hardware()``), a YAML path or a :class:`HardwareSpec`.
     trace_device: ``"meta"`` (default, nothing allocated) or ``"cpu"`` for data-dependent programs.
     validate: run the validation gate (random inputs, IR vs program) when under the size caps.
+    frontend: ``"torch"``, ``"jax"`` or ``"auto"`` (JAX when an input is a JAX array or ShapeDtypeStruct).
     """
     if not isinstance(example_inputs, (list, tuple)):
         raise TypeError(
@@ -218,16 +220,36 @@ def analyze(
         )
     spec = load_hardware(hw)
     start = time.perf_counter()
-    trace = trace_program(program, example_inputs, device=trace_device)
-    if validate:
-        validation = validate_trace(
-            program, example_inputs, trace, seed, validate_max_bytes, validate_max_macs
-        )
+    if frontend not in ("auto", "torch", "jax"):
+        raise ValueError(f"frontend={frontend!r}; choose 'auto', 'torch' or 'jax'")
+    if frontend == "jax" or (frontend == "auto" and _looks_like_jax(example_inputs)):
+        from neurips26.methods.solar.frontend_jax import trace_jax, validate_jax
+
+        trace = trace_jax(program, example_inputs)
+        validation = validate_jax(program, example_inputs, trace, seed) if validate else None
     else:
+        trace = trace_program(program, example_inputs, device=trace_device)
+        validation = (
+            validate_trace(program, example_inputs, trace, seed, validate_max_bytes, validate_max_macs)
+            if validate
+            else None
+        )
+    if validation is None:
         validation = Validation(False, "validation not requested")
     report = _report_from_trace(program_name(program), trace, spec, validation, 0.0)
     report.analysis_seconds = time.perf_counter() - start
     return report
+
+
+def _looks_like_jax(example_inputs: Sequence[Any]) -> bool:
+    import sys
+
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
+    leaves = jax.tree_util.tree_leaves(tuple(example_inputs))
+    return any(isinstance(x, (jax.Array, jax.ShapeDtypeStruct)) for x in leaves)
 
 
 def _report_from_trace(

