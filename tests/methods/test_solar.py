@@ -438,3 +438,37 @@ def test_jax_cond_takes_the_cheapest_branch_and_abstract_while_is_marked() -> No
     abstract = analyze(loop, [jax.ShapeDtypeStruct((4, 8), jnp.float32)], hw="H200", validate=False)
     assert concrete.macs == {"float32": 5 * 4 * 8 * 8}
     assert abstract.macs == {"float32": 4 * 8 * 8} and "trip-unknown" in abstract.frontend
+
+
+def test_solar_yaml_export_lists_einsums_with_roles() -> None:
+    import yaml
+
+    from neurips26.methods.solar.export import to_solar_yaml
+
+    report = analyze(nn.Linear(8, 4), [torch.randn(3, 8)], hw="H200")
+    data = yaml.safe_load(to_solar_yaml(report))
+    mac = next(layer for layer in data["layers"].values() if layer["is_real_einsum"])
+    assert mac["macs"] == 3 * 8 * 4 and mac["tensor_types"] == ["input", "weight", "output"]
+    assert "weight" in mac["tensor_names"] and data["bounds_seconds"]["fused"] > 0
+
+
+def test_cpu_peak_estimate_and_cache_size_from_fake_system_files(tmp_path: Path) -> None:
+    from neurips26.methods.solar.hardware import read_cache_bytes, theoretical_cpu_flops
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("cpu MHz\t\t: 2000.0\nflags\t\t: fpu avx2 avx512f fma\n")
+    peaks = theoretical_cpu_flops(2, boost=1.5, cpuinfo=str(cpuinfo))
+    assert peaks["float32"] == 2 * 2 * 16 * 2 * 2000e6 * 1.5 and peaks["float64"] == peaks["float32"] / 2
+    for cpu in (0, 1):
+        for index, (level, size, kind, shared) in enumerate(
+            [
+                ("1", "48K", "Data", str(cpu)),
+                ("1", "32K", "Instruction", str(cpu)),
+                ("3", "32768K", "Unified", "0-1"),
+            ]
+        ):
+            folder = tmp_path / f"cpu{cpu}/cache/index{index}"
+            folder.mkdir(parents=True)
+            for name, text in (("level", level), ("size", size), ("type", kind), ("shared_cpu_list", shared)):
+                (folder / name).write_text(text)
+    assert read_cache_bytes(str(tmp_path)) == 2 * 48 * 1024 + 32768 * 1024
