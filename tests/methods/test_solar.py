@@ -472,3 +472,22 @@ def test_cpu_peak_estimate_and_cache_size_from_fake_system_files(tmp_path: Path)
             for name, text in (("level", level), ("size", size), ("type", kind), ("shared_cpu_list", shared)):
                 (folder / name).write_text(text)
     assert read_cache_bytes(str(tmp_path)) == 2 * 48 * 1024 + 32768 * 1024
+
+
+def test_overlapping_windows_count_their_span_and_plugins_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neurips26.methods.solar import rules
+    from neurips26.methods.solar.frontend_torch import distinct_elements
+
+    x = torch.randn(10)
+    assert distinct_elements(x.unfold(0, 3, 1)) == 10 and distinct_elements(x.expand(4, 10)) == 10
+
+    class Entry:
+        name = "fake"
+
+        def load(self):  # a plug-in registers its rules when called
+            return lambda: register_rule("mylib::fake", lambda call: OpCost("custom"))
+
+    monkeypatch.setattr(rules, "_PLUGINS_LOADED", False)
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [Entry()])
+    assert rules.load_rule_plugins() == ["fake"] and rules.find_rule("mylib::fake") is not None
+    unregister_rule("mylib::fake")

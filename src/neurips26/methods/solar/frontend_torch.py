@@ -65,10 +65,13 @@ class Trace:
 
 
 def distinct_elements(t: torch.Tensor) -> int:
-    """Elements a strided view touches: expanded (stride-0) dimensions count once."""
+    """Elements a strided view touches: expanded (stride-0) dimensions count once, and overlapping windows
+    (``unfold``, ``as_strided``) count at most the span ``1 + Σ (size - 1)·|stride|`` they cover."""
     if t.numel() == 0:
         return 0
-    return math.prod(s for s, st in zip(t.shape, t.stride(), strict=True) if st != 0)
+    product = math.prod(s for s, st in zip(t.shape, t.stride(), strict=True) if st != 0)
+    span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
+    return min(product, span)
 
 
 def _storage_key(t: torch.Tensor) -> Any:
@@ -254,7 +257,12 @@ def call_program(
     return program(*inputs)
 
 
-def trace_program(program: Callable[..., Any], example_inputs: Sequence[Any], device: str = "meta") -> Trace:
+def trace_program(
+    program: Callable[..., Any],
+    example_inputs: Sequence[Any],
+    device: str = "meta",
+    cpu_trace_cap_bytes: int = 2**30,
+) -> Trace:
     """Trace ``program(*example_inputs)`` op by op on ``device`` (``meta`` by default, ``cpu`` for
     data-dependent programs) and return the IR graph with per-op counts.
     """
@@ -266,6 +274,20 @@ def trace_program(program: Callable[..., Any], example_inputs: Sequence[Any], de
     def move(x: Any) -> Any:
         return x.detach().to(device) if isinstance(x, torch.Tensor) else x
 
+    if device == "cpu":
+        size = sum(
+            x.numel() * x.element_size()
+            for x in tree_flatten(tuple(example_inputs))[0]
+            if isinstance(x, torch.Tensor)
+        )
+        if isinstance(program, torch.nn.Module):
+            size += sum(t.numel() * t.element_size() for t in module_state(program).values())
+        if size > cpu_trace_cap_bytes:
+            raise ValueError(
+                f"trace_device='cpu' would execute {size / 2**20:.0f} MiB of inputs and weights (cap "
+                f"{cpu_trace_cap_bytes / 2**20:.0f} MiB); trace a smaller workload, or annotate the "
+                "data-dependent op's cost with register_rule and trace on meta"
+            )
     inputs = tree_map(move, tuple(example_inputs))
     state = (
         {k: v.detach().to(device) for k, v in module_state(program).items()}

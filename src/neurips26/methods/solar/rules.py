@@ -128,7 +128,31 @@ def unregister_rule(op: Any) -> None:
     _RULES.pop(op_key(op), None)
 
 
+PLUGIN_GROUP = "neurips26.solar.rules"
+_PLUGINS_LOADED = False
+
+
+def load_rule_plugins() -> list[str]:
+    """Call every installed entry point of group ``neurips26.solar.rules`` once (each registers rules).
+
+    This is the plug-in slot for generated lowerings (the paper's LLM frontend): a plug-in package ships
+    its rules, and they pass the same validation gate as the built-in ones.
+    """
+    global _PLUGINS_LOADED
+    from importlib.metadata import entry_points
+
+    loaded = []
+    if not _PLUGINS_LOADED:
+        _PLUGINS_LOADED = True
+        for entry in entry_points(group=PLUGIN_GROUP):
+            entry.load()()
+            loaded.append(entry.name)
+    return loaded
+
+
 def find_rule(func: Any) -> Rule | None:
+    if not _PLUGINS_LOADED:
+        load_rule_plugins()
     key = op_key(func)
     if key in _RULES:
         return _RULES[key]
