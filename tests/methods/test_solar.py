@@ -491,3 +491,17 @@ def test_overlapping_windows_count_their_span_and_plugins_load(monkeypatch: pyte
     monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [Entry()])
     assert rules.load_rule_plugins() == ["fake"] and rules.find_rule("mylib::fake") is not None
     unregister_rule("mylib::fake")
+
+
+def test_analyzer_class_and_gate_caps() -> None:
+    from neurips26.methods.solar import SOLARAnalyzer
+
+    a, b = torch.randn(16, 8), torch.randn(8, 4)
+    analyzer = SOLARAnalyzer("A100", validate=False)
+    assert (
+        analyzer.analyze(MatMul(), [a, b]).bounds
+        == analyze(MatMul(), [a, b], hw="A100", validate=False).bounds
+    )
+    conv = nn.Conv2d(4, 4, 3, padding=1)
+    capped = analyze(conv, [torch.randn(1, 4, 16, 16)], hw="A100", validate_max_bytes=4096)
+    assert not capped.validated and "gather" in capped.validation.reason

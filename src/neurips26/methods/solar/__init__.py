@@ -15,6 +15,7 @@ from __future__ import annotations
 from neurips26.methods.solar.bounds import FIDELITIES, Bounds
 from neurips26.methods.solar.core import (
     InverseRoofline,
+    SOLARAnalyzer,
     SOLReport,
     ViolationAudit,
     analyze,
@@ -45,6 +46,7 @@ __all__ = [
     "OpCall",
     "OpCost",
     "ReplayNode",
+    "SOLARAnalyzer",
     "SOLReport",
     "Validation",
     "ViolationAudit",

@@ -241,6 +241,23 @@ def analyze(
     return report
 
 
+class SOLARAnalyzer:
+    """A reusable analyzer bound to one hardware spec and one set of options (``analyze`` with state).
+
+    Example: ``SOLARAnalyzer("H200").analyze(model, [x]).bounds.fused``; ``.check(report, seconds)``.
+    """
+
+    def __init__(self, hw: str | HardwareSpec = "H100-SXM", **options: Any) -> None:
+        self.hardware = load_hardware(hw)
+        self.options = options
+
+    def analyze(self, program: Callable[..., Any], example_inputs: Sequence[Any]) -> SOLReport:
+        return analyze(program, example_inputs, hw=self.hardware, **self.options)
+
+    def check(self, report: SOLReport, measured_seconds: float, tolerance: float = 0.0) -> ViolationAudit:
+        return check(report, measured_seconds, tolerance)
+
+
 def _looks_like_jax(example_inputs: Sequence[Any]) -> bool:
     import sys
 

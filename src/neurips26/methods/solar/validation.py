@@ -11,6 +11,7 @@ fraction of MACs whose arithmetic was checked independently.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -90,6 +91,16 @@ def _feeds(
     return new_leaves, spec, state, feeds
 
 
+def _gathered_elements(node: EinsumNode) -> int:
+    """Elements the executor materialises for the node's non-projection operands (windows, merged ranks)."""
+    total = 0
+    for acc in node.operands:
+        if not all(a.is_projection for a in acc.index):
+            ranks = {r for a in acc.index for r in a.ranks}
+            total = max(total, int(math.prod(node.ranks[r] for r in ranks)))
+    return total
+
+
 class _Skip(Exception):
     pass
 
@@ -109,6 +120,14 @@ def validate_trace(
     macs = sum(sum(op.macs.values()) for op in trace.ops)
     checked = sum(n.points() for n in graph.nodes if isinstance(n, EinsumNode) and n.is_contraction)
     fraction = checked / macs if macs else 1.0
+    gathered = max((_gathered_elements(n) for n in graph.nodes if isinstance(n, EinsumNode)), default=0)
+    if gathered * 8 > max_bytes:
+        return Validation(
+            False,
+            f"not executed: an affine gather would materialise {gathered:.3g} float64 "
+            f"elements (cap {max_bytes / 2**20:.0f} MiB); analyse a scaled-down instance",
+            checked_mac_fraction=fraction,
+        )
     if total_bytes > max_bytes or macs > max_macs:
         return Validation(
             False,
