@@ -154,7 +154,8 @@ class SOLReport:
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, default=_json_default)
+        """Strict JSON (infinite intensities of byte-free ops become ``null``); written atomically."""
+        text = json.dumps(_finite(self.to_dict()), indent=2, allow_nan=False)
         if path is not None:
             target = Path(path)
             tmp = target.with_suffix(target.suffix + ".tmp")
@@ -179,10 +180,14 @@ class SOLReport:
         return "\n".join(lines)
 
 
-def _json_default(value: Any) -> Any:
+def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def program_name(program: Any) -> str:
