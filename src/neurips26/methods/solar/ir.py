@@ -110,6 +110,7 @@ class EinsumNode:
     scale: float = 1.0
     compute_dtype: str = "float32"
     kind: str = "einsum"
+    out_dtype: str | None = None
 
     def __post_init__(self) -> None:
         if self.reduce not in ("add", "max"):
@@ -193,7 +194,7 @@ class EinsumNode:
             kept = [r for r in rank_names if r in out_order]
             result = result.permute([kept.index(r) for r in out_order])
         shape = [math.prod(self.ranks[r] for r in group) for group in self.out_ranks]
-        dtype = env[self.operands[0].value].dtype
+        dtype = getattr(torch, self.out_dtype) if self.out_dtype else env[self.operands[0].value].dtype
         return (result * self.scale).reshape(shape).to(dtype)
 
 

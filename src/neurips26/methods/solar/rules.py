@@ -483,6 +483,7 @@ def rule_reduction_einsum(call: OpCall) -> OpCost:
         scale=scale,
         compute_dtype=_dt(out),
         kind="reduction",
+        out_dtype=_dt(out),
     )
     return OpCost("reduction", {}, x.numel(), [node])
 
