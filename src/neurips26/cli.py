@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -207,6 +208,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true", help="exit 3 when a claim is not reproduced")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     run.add_argument("--executor", choices=("local", "ray"), default="local")
+    run.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="worker processes of the local executor (default: up to 2)",
+    )
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     run.set_defaults(func=cmd_run)
 
@@ -234,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "seeds", None) is not None and args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if getattr(args, "jobs", 1) < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
     try:
         return args.func(args)
     except UsageError as exc:
