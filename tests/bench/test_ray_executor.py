@@ -2,12 +2,15 @@
 
 from dataclasses import replace
 
+import pytest
+
 from neurips26.bench.runner import run_experiment
 from neurips26.methods.samhybrid.experiment import EXPERIMENT
 from neurips26.testing import requires_package
 
 
 @requires_package("ray")
+@pytest.mark.timeout(600)  # starting a Ray instance on 2 busy cores can take a minute or two
 def test_ray_matches_local_on_samhybrid_smoke(tmp_path) -> None:
     import ray
 
