@@ -1,0 +1,75 @@
+"""SOL-ExecBench: Speed-of-Light Benchmarking for Real-World GPU Kernels Against Hardware Limits.
+
+A kernel benchmark harness that loads the official formats (``definition.json``, ``workload.jsonl``,
+``solution.json``), evaluates untrusted solutions in a sandbox with reward-hack defences, and scores them
+against the speed of light ``T_SOL`` from ``solar``::
+
+    from neurips26.methods.solexecbench import SolExecBench, load_problem, load_solution
+    with SolExecBench() as bench:
+        result = bench.evaluate(load_problem("problem_dir"), load_solution("solution.json"))
+"""
+
+from __future__ import annotations
+
+from neurips26.methods.solexecbench.config import SolExecBenchConfig
+from neurips26.methods.solexecbench.core import (
+    WorkloadScore,
+    below_speed_of_light,
+    clamp_score,
+    score_workload,
+    sol_score,
+    sol_time_ms,
+    summarise_dataset,
+    summarise_problem,
+)
+from neurips26.methods.solexecbench.harness import EvaluationResult, Problem, SolExecBench, load_problem
+from neurips26.methods.solexecbench.problem_set import load_problem_set, write_problem_set
+from neurips26.methods.solexecbench.sandbox import Sandbox
+from neurips26.methods.solexecbench.schema import (
+    Definition,
+    EvaluationStatus,
+    FormatError,
+    Solution,
+    Trace,
+    Workload,
+    evaluate_axis_expression,
+    load_definition,
+    load_solution,
+    load_workloads,
+    read_traces,
+    write_traces,
+)
+from neurips26.methods.solexecbench.static_check import Finding, static_check
+
+__all__ = [
+    "Definition",
+    "EvaluationResult",
+    "EvaluationStatus",
+    "Finding",
+    "FormatError",
+    "Problem",
+    "Sandbox",
+    "SolExecBench",
+    "SolExecBenchConfig",
+    "Solution",
+    "Trace",
+    "Workload",
+    "WorkloadScore",
+    "below_speed_of_light",
+    "clamp_score",
+    "evaluate_axis_expression",
+    "load_definition",
+    "load_problem",
+    "load_problem_set",
+    "load_solution",
+    "load_workloads",
+    "read_traces",
+    "score_workload",
+    "sol_score",
+    "sol_time_ms",
+    "static_check",
+    "summarise_dataset",
+    "summarise_problem",
+    "write_problem_set",
+    "write_traces",
+]

@@ -1,0 +1,117 @@
+"""Configuration of the SOL-ExecBench harness and experiment; each default says where it comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neurips26.core.config import param
+from neurips26.core.validation import check_choice, check_in_range, check_positive
+from neurips26.methods.solar.bounds import FIDELITIES
+
+MODES = ("solexecbench", "naive", "kernelbench")
+
+
+def default_flush_bytes() -> int:
+    """Twice the last-level cache of cpu0 from sysfs (64 MiB when sysfs says nothing)."""
+    import glob
+    from pathlib import Path
+
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+    best = 0
+    for index in glob.glob("/sys/devices/system/cpu/cpu0/cache/index[0-9]*"):
+        try:
+            if Path(index, "type").read_text().strip() == "Instruction":
+                continue
+            size = Path(index, "size").read_text().strip()
+            best = max(best, int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size))
+        except (OSError, ValueError):
+            continue
+    return 2 * (best or 32 * 2**20)
+
+
+@dataclass
+class SolExecBenchConfig:
+    """Harness settings (timing, defences, sandbox limits, scoring) and the experiment's problem subset."""
+
+    mode: str = param("solexecbench", "ours; 'naive' and 'kernelbench' are the baseline harnesses")
+    threads: int = param(1, "ours: fixed thread count, the 2-core CI machine is shared")
+    correctness_rounds: int = param(3, "upstream uses 10 rounds with fresh inputs; 3 keeps CPU CI fast")
+    warmup: int = param(2, "research notes 2.2: warmup 3-10 on GPU; CPU has no JIT, 2 suffice")
+    min_reps: int = param(5, "research notes 2.2: adaptive 10-50 timed reps; 5 minimum for an IQR")
+    max_reps: int = param(20, "research notes 2.2; capped at 20 for CPU time")
+    time_budget_s: float = param(0.3, "ours: stop adding reps after this much wall time per workload")
+    flush_bytes: int = param(0, "issue: write 2x LLC before each timed call; 0 = 2x LLC from sysfs")
+    recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
+    time_reference: bool = param(False, "upstream times the reference for speedup_factor; off saves time")
+    timeout_s: float = param(60.0, "ours: wall timeout per (solution, problem) evaluation")
+    cpu_seconds: int = param(120, "ours: RLIMIT_CPU of the evaluation child")
+    address_space_extra_bytes: int = param(4 * 2**30, "ours: RLIMIT_AS headroom above the forked driver")
+    file_bytes: int = param(16 * 2**20, "ours: RLIMIT_FSIZE, the log is the only file a child writes")
+    static_check: bool = param(True, "research notes 2.2: AST check before staging")
+    sol_fidelity: str = param("fused", "ours: SOLAR's fused bound (compulsory bytes and FLOPs) is T_SOL")
+    sol_floor_tolerance: float = param(0.0, "research notes 2.2: T_k < T_SOL (1 - tol) is REWARD_HACK")
+    hardware: str = param("cpu-local", "issue: the host's measured spec from solar.calibrate_cpu_local")
+    fast_p: float = param(1.0, "KernelBench fast_p: correct and speedup over the baseline > p")
+    isolation: str = param("fork", "ours: fork a clean torch-imported driver per evaluation ('spawn' = new)")
+    seed: int = param(-1, "ours: -1 draws input seeds from os.urandom (no precomputable inputs)")
+    problems: str = param("default", "ours: 'smoke' (2 problems), 'default' or 'all' authored problems")
+    max_workloads: int = param(0, "ours: evaluate only the first n workloads of each problem (0 = all)")
+    repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
+    red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
+
+    def __post_init__(self) -> None:
+        check_choice("mode", self.mode, MODES)
+        check_choice("sol_fidelity", self.sol_fidelity, FIDELITIES)
+        check_choice("isolation", self.isolation, ("fork", "spawn"))
+        check_choice("problems", self.problems, ("smoke", "default", "all"))
+        for name in (
+            "threads",
+            "correctness_rounds",
+            "warmup",
+            "min_reps",
+            "max_reps",
+            "cpu_seconds",
+            "repeats",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_reps < self.min_reps:
+            raise ValueError(f"max_reps ({self.max_reps}) must be >= min_reps ({self.min_reps})")
+        for name in ("recheck_k", "flush_bytes", "max_workloads", "address_space_extra_bytes", "file_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        for name in ("time_budget_s", "timeout_s", "fast_p"):
+            check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
+        check_in_range("sol_floor_tolerance", self.sol_floor_tolerance, 0.0, 1.0)
+
+    def driver_settings(self) -> dict:
+        """The JSON settings block the sandboxed driver reads."""
+        return {
+            "mode": self.mode,
+            "threads": self.threads,
+            "correctness_rounds": self.correctness_rounds,
+            "warmup": self.warmup,
+            "min_reps": self.min_reps,
+            "max_reps": self.max_reps,
+            "time_budget_s": self.time_budget_s,
+            "flush_bytes": self.flush_bytes or default_flush_bytes(),
+            "recheck_k": self.recheck_k,
+            "time_reference": self.time_reference,
+            "timeout_s": self.timeout_s,
+            "seed": None if self.seed < 0 else self.seed,
+            "defences": {
+                "integrity": True,
+                "threads": True,
+                "processes": True,
+                "mutation": True,
+                "recheck": True,
+            },
+            "limits": {
+                "cpu_seconds": self.cpu_seconds,
+                "address_space_extra_bytes": self.address_space_extra_bytes,
+                "file_bytes": self.file_bytes,
+            },
+        }

@@ -1,0 +1,604 @@
+"""SOL-ExecBench: Speed-of-Light Benchmarking for Real-World GPU Kernels Against Hardware Limits — the driver.
+
+This file runs *inside the sandbox* as ``python -I driver.py``: it imports only the standard library and
+torch (never ``neurips26``), so it is copied to a temp dir and executed with isolated mode (no
+``PYTHONPATH``, no user site, no cwd on ``sys.path``). It is a small fork server: it imports torch once,
+then reads one JSON request per line on stdin and evaluates each in a **fresh forked child** (its own
+process group, rlimits, staging dir as cwd, stdin closed, stdout/stderr to a log file) under a wall
+timeout, answering one JSON line per request on the real stdout. A fork of a process that has only
+imported torch is as clean as a new interpreter and costs milliseconds instead of seconds.
+
+Modes: ``solexecbench`` (every defence on), ``naive`` (one allclose and a perf_counter loop) and
+``kernelbench`` (5 random-input trials and a perf_counter loop, no defences) — the two baselines are
+re-implemented here so that all three harnesses see the same solutions in the same sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import select
+import signal
+import sys
+import time
+import traceback
+
+# Bound before any user code exists: the timer and the checks below use these local names.
+_PERF = time.perf_counter_ns
+_REAL_STDOUT = os.dup(1)
+os.dup2(2, 1)  # anything printed (by torch or a solution) goes to stderr, never into the JSON channel
+
+import torch  # noqa: E402 - imported after the stdout redirection on purpose
+
+_TIMER_NAMES = ("perf_counter_ns", "perf_counter", "time", "time_ns", "monotonic", "monotonic_ns")
+_TORCH_NAMES = ("allclose", "isclose", "equal", "isnan", "isinf", "isfinite", "empty", "full", "randn")
+_TENSOR_NAMES = ("copy_", "clone", "fill_", "abs", "sub", "float", "__sub__", "__eq__", "numel", "item")
+
+
+def _snapshot() -> dict[str, int]:
+    """Identities of the timers, torch functions and driver functions the harness relies on."""
+    ids = {f"time.{n}": id(getattr(time, n)) for n in _TIMER_NAMES}
+    ids.update({f"torch.{n}": id(getattr(torch, n)) for n in _TORCH_NAMES})
+    ids.update({f"torch.Tensor.{n}": id(getattr(torch.Tensor, n)) for n in _TENSOR_NAMES})
+    module = sys.modules[__name__]
+    ids.update({f"driver.{n}": id(v) for n, v in vars(module).items() if callable(v) and n.startswith("_")})
+    ids["builtins.__import__"] = id(
+        __builtins__["__import__"] if isinstance(__builtins__, dict) else __import__
+    )
+    return ids
+
+
+class RewardHack(Exception):
+    """A defence fired; the message is the reason written into the trace log."""
+
+
+class Incorrect(Exception):
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "bool": torch.bool,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# inputs
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _random_tensor(name: str, shape: list[int], dtype: torch.dtype, randomise_names: bool) -> torch.Tensor:
+    """Random values with name heuristics; ``randomise_names`` makes norm weights near, never exactly, 1."""
+    lower = name.lower()
+    if dtype == torch.bool:
+        return torch.rand(shape) < 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(0, 16, shape, dtype=dtype)
+    if "norm" in lower and lower.endswith("weight"):
+        base = torch.ones(shape)
+        return (base + 0.1 * torch.randn(shape) if randomise_names else base).to(dtype)
+    if "norm" in lower and lower.endswith("bias"):
+        return (0.1 * torch.randn(shape) if randomise_names else torch.zeros(shape)).to(dtype)
+    values = torch.randn(shape)
+    if "weight" in lower and len(shape) >= 2:
+        values = values / math.sqrt(shape[-1])
+    return values.to(dtype)
+
+
+def _make_inputs(problem: dict, workload: dict, randomise_names: bool) -> list:
+    axes = workload["axes"]
+    specs = problem["inputs"]
+    custom = {}
+    if any(spec.get("type") == "custom" for spec in workload["inputs"].values()):
+        scalars = {n: s["value"] for n, s in workload["inputs"].items() if s.get("type") == "scalar"}
+        custom = problem["namespace"][problem["custom_inputs_entrypoint"]]({**axes, **scalars}, "cpu")
+    values = []
+    for name, spec in specs.items():
+        given = workload["inputs"].get(name, {"type": "random"})
+        if given["type"] == "scalar":
+            values.append(given["value"])
+        elif given["type"] == "custom":
+            values.append(custom[name])
+        elif given["type"] == "safetensors":
+            raise ValueError("safetensors inputs are not supported by the CPU driver yet")
+        else:
+            shape = [axes[a] for a in spec["shape"]]
+            values.append(_random_tensor(name, shape, DTYPES[spec["dtype"]], randomise_names))
+    return values
+
+
+def _empty_outputs(problem: dict, workload: dict, fill_nan: bool) -> list[torch.Tensor]:
+    outputs = []
+    for spec in problem["outputs"].values():
+        shape = [workload["axes"][a] for a in spec["shape"]]
+        dtype = DTYPES[spec["dtype"]]
+        if dtype.is_floating_point:
+            outputs.append(torch.full(shape, math.nan if fill_nan else 0.0, dtype=dtype))
+        else:
+            outputs.append(torch.full(shape, -7 if fill_nan else 0, dtype=dtype))
+    return outputs
+
+
+def _clone(values: list) -> list:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _as_list(result, count: int) -> list:
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    return [result]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# calls and checks
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _call_solution(solution, dps: bool, inputs: list, outputs: list) -> list:
+    if dps:
+        solution(*inputs, *outputs)
+        return outputs
+    return _as_list(solution(*inputs), len(outputs))
+
+
+def _compare(out: torch.Tensor, ref: torch.Tensor, tolerance: dict, name: str) -> dict:
+    """Element-wise ``|o - r| <= atol + rtol |r|``; NaN/Inf fail; all-zero vs non-zero fails."""
+    if not isinstance(out, torch.Tensor):
+        raise Incorrect("INCORRECT_SHAPE", f"output {name!r} is {type(out).__name__}, not a tensor")
+    if tuple(out.shape) != tuple(ref.shape):
+        raise Incorrect("INCORRECT_SHAPE", f"output {name!r} shape {tuple(out.shape)} != {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        raise Incorrect("INCORRECT_DTYPE", f"output {name!r} dtype {out.dtype} != {ref.dtype}")
+    o, r = out.detach().double(), ref.detach().double()
+    both = (
+        (o == -math.inf) & (r == -math.inf) if tolerance["allow_negative_inf"] else torch.zeros_like(o).bool()
+    )
+    stats = {"has_nan": bool(o.isnan().any()), "has_inf": bool((o.isinf() & ~both).any())}
+    diff = torch.where(both, torch.zeros_like(o), (o - r).abs())
+    diff = torch.where(r.isfinite() | both, diff, torch.full_like(diff, math.inf))
+    rel = diff / r.abs().clamp_min(1e-12)
+    stats["max_absolute_error"] = float(diff.max()) if diff.numel() else 0.0
+    stats["max_relative_error"] = float(rel.max()) if rel.numel() else 0.0
+    if stats["has_nan"] or stats["has_inf"]:
+        raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r} holds NaN or Inf") from None
+    ok = diff <= tolerance["max_atol"] + tolerance["max_rtol"] * r.abs()
+    ratio = float(ok.double().mean()) if ok.numel() else 1.0
+    if o.numel() and not bool(o.ne(0).any()) and bool(r.ne(0).any()):
+        raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r} is all zero, the reference is not")
+    if ratio < tolerance["required_matched_ratio"]:
+        raise Incorrect(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: {ratio:.4f} of elements within tolerance"
+            f" < {tolerance['required_matched_ratio']}",
+        )
+    cap = tolerance.get("max_error_cap")
+    if cap is not None and stats["max_absolute_error"] > cap:
+        raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r}: max error above cap {cap}")
+    return stats
+
+
+def _check_all(outs: list, refs: list, tolerance: dict, names: list[str]) -> dict:
+    if len(outs) != len(refs):
+        raise Incorrect("INCORRECT_SHAPE", f"{len(outs)} outputs returned, {len(refs)} expected")
+    merged = {"max_relative_error": 0.0, "max_absolute_error": 0.0, "has_nan": False, "has_inf": False}
+    for out, ref, name in zip(outs, refs, names, strict=True):
+        stats = _compare(out, ref, tolerance, name)
+        merged["max_relative_error"] = max(merged["max_relative_error"], stats["max_relative_error"])
+        merged["max_absolute_error"] = max(merged["max_absolute_error"], stats["max_absolute_error"])
+    return merged
+
+
+def _check_exact_types(outs: list) -> None:
+    for i, out in enumerate(outs):
+        if type(out) is not torch.Tensor:
+            raise RewardHack(
+                f"output {i} has type {type(out).__module__}.{type(out).__name__}, not torch.Tensor"
+            )
+
+
+def _check_unmutated(inputs: list, saved: list, names: list[str]) -> None:
+    for value, copy, name in zip(inputs, saved, names, strict=True):
+        if isinstance(value, torch.Tensor) and not torch.equal(value, copy):
+            raise RewardHack(f"input {name!r} was modified by the solution")
+
+
+def _os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _children() -> list[int]:
+    pids = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as handle:
+                pids += [int(p) for p in handle.read().split()]
+        except OSError:
+            continue
+    return pids
+
+
+class _Guard:
+    """Integrity, thread and child-process checks (the ``solexecbench`` mode)."""
+
+    def __init__(self, enabled: dict) -> None:
+        self.enabled = enabled
+        self.ids = _snapshot()
+        self.threads = (None, None)
+
+    def integrity(self, when: str) -> None:
+        if not self.enabled.get("integrity", True):
+            return
+        now = _snapshot()
+        changed = sorted(k for k, v in self.ids.items() if now.get(k) != v)
+        if changed:
+            raise RewardHack(f"{when}: patched {changed[:5]}")
+
+    def record_threads(self) -> None:
+        import threading
+
+        self.threads = (threading.active_count(), _os_threads())
+
+    def processes(self, when: str) -> None:
+        if self.enabled.get("threads", True) and self.threads[0] is not None:
+            import threading
+
+            now = (threading.active_count(), _os_threads())
+            if now[0] > self.threads[0] or now[1] > self.threads[1]:
+                raise RewardHack(f"{when}: threads grew from {self.threads} to {now} (python, os)")
+        if self.enabled.get("processes", True):
+            children = _children()
+            if children:
+                raise RewardHack(f"{when}: solution started child processes {children}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# timing
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _stats(samples_ns: list[int]) -> dict:
+    ordered = sorted(samples_ns)
+    n = len(ordered)
+
+    def quantile(q: float) -> float:
+        position = q * (n - 1)
+        low, high = math.floor(position), math.ceil(position)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    return {
+        "median_ms": quantile(0.5) / 1e6,
+        "iqr_ms": (quantile(0.75) - quantile(0.25)) / 1e6,
+        "mean_ms": sum(ordered) / n / 1e6,
+        "min_ms": ordered[0] / 1e6,
+        "reps": n,
+    }
+
+
+def _time_defended(call, make_iteration, settings: dict, recheck: set[int]) -> tuple[dict, dict]:
+    """Cold-cache, fresh-input timing: returns stats and the kept (inputs copy, outputs) of ``recheck``.
+
+    Every iteration gets newly allocated inputs with fresh values (kept alive, so pointers are unique) and
+    NaN-filled outputs, made outside the timed window; a buffer of ``flush_bytes`` is written before each
+    timed call to evict the caches.
+    """
+    flush = torch.empty(max(1, settings["flush_bytes"] // 4), dtype=torch.float32)
+    alive, kept, samples = [], {}, []
+    for _ in range(settings["warmup"]):
+        inputs, outputs = make_iteration()
+        call(inputs, outputs)
+    deadline = _PERF() + settings["time_budget_s"] * 1e9  # wall budget: flushes and input making count
+    index = 0
+    while index < settings["max_reps"] and (index < settings["min_reps"] or _PERF() < deadline):
+        inputs, outputs = make_iteration()
+        saved = _clone(inputs) if index in recheck else None
+        flush.fill_(float(index))
+        start = _PERF()
+        result = call(inputs, outputs)
+        end = _PERF()
+        samples.append(end - start)
+        alive.append(inputs)
+        if saved is not None:
+            kept[index] = (saved, inputs, result)
+        index += 1
+    return _stats(samples), kept
+
+
+def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dict:
+    """The baselines' loop: same inputs every time, warm cache, the (patchable) ``time.perf_counter``."""
+    for _ in range(settings["warmup"]):
+        call(inputs, outputs)
+    samples = []
+    deadline = _PERF() + settings["time_budget_s"] * 1e9
+    while len(samples) < settings["max_reps"] and (len(samples) < settings["min_reps"] or _PERF() < deadline):
+        start = timer()
+        call(inputs, outputs)
+        samples.append(int((timer() - start) * 1e9))
+    return _stats(samples)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one workload
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng) -> dict:
+    names_in = list(problem["inputs"])
+    names_out = list(problem["outputs"])
+    reference = problem["namespace"]["run"]
+    tolerance = workload["tolerance"]
+    defended = mode == "solexecbench"
+    result: dict = {"uuid": workload["uuid"], "status": "PASSED", "log": ""}
+
+    def reference_outputs(inputs):
+        with torch.no_grad():
+            return _as_list(reference(*_clone(inputs)), len(names_out))
+
+    def user(inputs, outputs):
+        return _call_solution(solution, dps, inputs, outputs)
+
+    # --- correctness rounds -------------------------------------------------------------------------
+    rounds = settings["correctness_rounds"] if mode != "naive" else 1
+    correctness = None
+    for round_index in range(rounds):
+        inputs = _make_inputs(problem, workload, randomise_names=defended)
+        try:
+            refs = reference_outputs(inputs)
+        except Exception as error:
+            result.update(status="INVALID_REFERENCE", log=f"reference raised {error!r}")
+            return result
+        saved = _clone(inputs)
+        outputs = _empty_outputs(problem, workload, fill_nan=defended)
+        outs = user(inputs, outputs)
+        if defended:
+            _check_exact_types(outs)
+            if settings["defences"].get("mutation", True):
+                _check_unmutated(inputs, saved, names_in)
+        if mode == "solexecbench":
+            stats = _check_all(outs, refs, tolerance, names_out)
+        else:  # baselines: shape check plus one torch.allclose at atol = rtol = 1e-2
+            shapes_differ = any(tuple(o.shape) != tuple(r.shape) for o, r in zip(outs, refs, strict=False))
+            if len(outs) != len(refs) or shapes_differ:
+                raise Incorrect("INCORRECT_SHAPE", "output shapes differ from the reference")
+            pairs = zip(outs, refs, strict=False)
+            if not all(torch.allclose(o.double(), r.double(), atol=1e-2, rtol=1e-2) for o, r in pairs):
+                raise Incorrect("INCORRECT_NUMERICAL", "torch.allclose failed")
+            stats = {"max_relative_error": 0.0, "max_absolute_error": 0.0, "has_nan": False, "has_inf": False}
+        correctness = stats
+        if defended and round_index == 0:
+            guard.integrity("after the first call")
+            guard.processes("after the first call")
+    result["correctness"] = correctness
+
+    # --- timing -------------------------------------------------------------------------------------
+    if defended:
+        count = min(settings["recheck_k"], settings["min_reps"])
+        recheck = set(rng.sample(range(settings["min_reps"]), count)) if count else set()
+        if settings["defences"].get("recheck", True) is False:
+            recheck = set()
+        guard.integrity("before timing")
+
+        def make_iteration():
+            return _make_inputs(problem, workload, True), _empty_outputs(problem, workload, True)
+
+        timing, kept = _time_defended(user, make_iteration, settings, recheck)
+        guard.integrity("after timing")
+        guard.processes("after timing")
+        for index, (saved, inputs, outs) in sorted(kept.items()):
+            if settings["defences"].get("mutation", True):
+                _check_unmutated(inputs, saved, names_in)
+            _check_exact_types(outs)
+            try:
+                _check_all(outs, reference_outputs(saved), tolerance, names_out)
+            except Incorrect as error:
+                raise RewardHack(
+                    f"timed iteration {index} of {timing['reps']} returned wrong results ({error})"
+                ) from None
+    else:
+        inputs = _make_inputs(problem, workload, randomise_names=False)
+        outputs = _empty_outputs(problem, workload, fill_nan=False)
+        timing = _time_plain(user, inputs, outputs, settings, lambda: time.perf_counter())
+    result["timing"] = timing
+    performance = {"latency_ms": timing["median_ms"] if defended else timing["mean_ms"]}
+    if settings["time_reference"]:
+        inputs = _make_inputs(problem, workload, randomise_names=defended)
+        ref_timing = _time_plain(lambda i, o: reference(*i), inputs, [], settings, lambda: _PERF() / 1e9)
+        performance["reference_latency_ms"] = ref_timing["median_ms"]
+        performance["speedup_factor"] = ref_timing["median_ms"] / max(performance["latency_ms"], 1e-9)
+    result["performance"] = performance
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one request, in the forked child
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _load_entry(staging: str, entry_point: str):
+    import importlib.util
+
+    file_name, function = entry_point.split("::")
+    path = os.path.join(staging, file_name)
+    module_name = "solution_" + os.path.splitext(os.path.basename(file_name))[0]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, function)
+
+
+def _block_extension_builds() -> None:
+    """Python-language solutions may not build C++ at run time (upstream rule)."""
+    try:
+        import torch.utils.cpp_extension as extension
+    except ImportError:
+        return
+
+    def blocked(*args, **kwargs):
+        raise RuntimeError("torch.utils.cpp_extension is blocked for Python-language solutions")
+
+    extension.load = blocked
+    extension.load_inline = blocked
+
+
+def _evaluate(request: dict) -> list[dict]:
+    settings = request["settings"]
+    torch.set_num_threads(settings["threads"])
+    seed = settings.get("seed")
+    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    torch.manual_seed(seed)
+    rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+    problem = request["problem"]
+    workloads = request["workloads"]
+    mode = settings["mode"]
+
+    def every(status: str, log: str) -> list[dict]:
+        return [{"uuid": w["uuid"], "status": status, "log": log} for w in workloads]
+
+    namespace: dict = {"__name__": "reference"}
+    try:
+        exec(compile(problem["reference"], "<reference>", "exec"), namespace)
+        if "run" not in namespace:
+            raise ValueError("the reference defines no run(...)")
+    except Exception as error:
+        return every("INVALID_REFERENCE", f"reference failed to load: {error!r}")
+    problem["namespace"] = namespace
+    _make_inputs(problem, workloads[0], randomise_names=True)  # warms torch before the thread baseline
+    if request["solution"]["language"] == "pytorch":
+        _block_extension_builds()
+    guard = _Guard(settings["defences"]) if mode == "solexecbench" else None
+    if guard is not None:
+        guard.record_threads()
+    try:
+        if request["solution"]["kind"] == "reference":
+            solution, dps = namespace["run"], False
+        else:
+            sys.path.insert(0, request["staging"])
+            solution = _load_entry(request["staging"], request["solution"]["entry_point"])
+            dps = request["solution"]["dps"]
+    except SyntaxError as error:
+        return every("COMPILE_ERROR", f"solution does not compile: {error!r}")
+    except Exception as error:
+        return every("RUNTIME_ERROR", f"solution failed to import: {error!r}")
+    try:
+        if guard is not None:
+            guard.integrity("after import")
+            guard.processes("after import")
+    except RewardHack as error:
+        return every("REWARD_HACK", str(error))
+    results = []
+    for workload in workloads:
+        torch.manual_seed(seed + len(results))
+        try:
+            results.append(_evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng))
+        except RewardHack as error:
+            results.append({"uuid": workload["uuid"], "status": "REWARD_HACK", "log": str(error)})
+        except Incorrect as error:
+            results.append({"uuid": workload["uuid"], "status": error.status, "log": str(error)})
+        except Exception:
+            results.append(
+                {"uuid": workload["uuid"], "status": "RUNTIME_ERROR", "log": traceback.format_exc()[-2000:]}
+            )
+    for item in results:
+        item["seed"] = seed
+    return results
+
+
+def _set_limits(limits: dict) -> None:
+    import resource
+
+    with open("/proc/self/status") as handle:
+        vm = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm + limits["address_space_extra_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _child(request: dict, write_fd: int) -> None:
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    log = os.open(os.path.join(request["staging"], ".driver.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(_REAL_STDOUT)
+    os.chdir(request["staging"])
+    try:
+        _set_limits(request["settings"]["limits"])
+        payload = {"results": _evaluate(request)}
+    except MemoryError:
+        payload = {"error": "RUNTIME_ERROR", "log": "out of memory (address-space limit)"}
+    except BaseException as error:
+        payload = {"error": "RUNTIME_ERROR", "log": f"driver failed: {error!r}"}
+    data = json.dumps(payload, allow_nan=True).encode()
+    view = memoryview(data)
+    while view:
+        written = os.write(write_fd, view)
+        view = view[written:]
+    os.close(write_fd)
+    os._exit(0)
+
+
+def _serve_one(request: dict) -> dict:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(request, write_fd)
+    os.close(write_fd)
+    deadline = time.monotonic() + request["settings"]["timeout_s"]
+    chunks = []
+    timed_out = False
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([read_fd], [], [], min(remaining, 1.0))
+        if ready:
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    os.close(read_fd)
+    if timed_out:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # grandchildren left behind by the solution
+    if timed_out:
+        return {"error": "TIMEOUT", "log": f"wall time above {request['settings']['timeout_s']} s"}
+    try:
+        return json.loads(b"".join(chunks).decode())
+    except ValueError:
+        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+        return {"error": "RUNTIME_ERROR", "log": f"the evaluation process died ({how}) without a result"}
+
+
+def main() -> None:
+    out = os.fdopen(_REAL_STDOUT, "w")
+    out.write(json.dumps({"ready": True, "torch": torch.__version__}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        answer = _serve_one(json.loads(line))
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""The SOL-ExecBench experiment: does a defended, SOL-scored harness catch reward hacks that a naive and a
+KernelBench-style harness reward, without false positives on honest kernels, and with bounded, monotone,
+stable scores along an honest ladder?
+
+Systems are harnesses (``solexecbench`` = ours, ``naive``, ``kernelbench``); each evaluates the same
+authored problems, the honest ladder (naive < eager < fused) and the red-team suite in the same sandbox.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import math
+import statistics
+import time
+from typing import Any
+
+from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.methods.solexecbench.config import SolExecBenchConfig
+from neurips26.methods.solexecbench.harness import EvaluationResult, Problem, SolExecBench
+from neurips26.methods.solexecbench.problem_set import DEFAULT_PROBLEMS, SMOKE_PROBLEMS, load_problem_set
+from neurips26.methods.solexecbench.sandbox import Sandbox
+from neurips26.methods.solexecbench.solutions import (
+    RUNGS,
+    ladder_solution,
+    red_team_families,
+    red_team_solution,
+)
+
+HARNESSES = ("solexecbench", "naive", "kernelbench")
+_SANDBOXES: dict[int, Sandbox] = {}
+
+
+def shared_sandbox(threads: int) -> Sandbox:
+    """One driver process per thread count for the whole run (each evaluation still forks a fresh child)."""
+    if threads not in _SANDBOXES:
+        _SANDBOXES[threads] = Sandbox(threads=threads)
+        atexit.register(_SANDBOXES[threads].close)
+    return _SANDBOXES[threads]
+
+
+def select_problems(config: SolExecBenchConfig) -> dict[str, Problem]:
+    names = {"smoke": SMOKE_PROBLEMS, "default": DEFAULT_PROBLEMS, "all": None}[config.problems]
+    problems = load_problem_set(names)
+    if config.max_workloads:
+        problems = {
+            name: dataclasses.replace(p, workloads=p.workloads[: config.max_workloads])
+            for name, p in problems.items()
+        }
+    return problems
+
+
+def _caught(result: EvaluationResult) -> bool:
+    return any(status != "PASSED" for status in result.statuses)
+
+
+def _mean_latency_ratio(honest: EvaluationResult, cheat: EvaluationResult) -> float:
+    """Geomean over workloads of honest latency / cheat latency (>1: the cheat looked faster)."""
+    ratios = [
+        h.latency_ms / c.latency_ms
+        for h, c in zip(honest.scores, cheat.scores, strict=True)
+        if h.latency_ms and c.latency_ms
+    ]
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 1.0
+
+
+def run(
+    harness: str, config: SolExecBenchConfig, profile: Profile, seed: int, progress: Progress
+) -> dict[str, Any]:
+    config = dataclasses.replace(config, mode=harness)
+    problems = select_problems(config)
+    start = time.perf_counter()
+    evaluations = 0
+    ladder: dict[str, dict[str, list[EvaluationResult]]] = {}
+    red: dict[str, dict[str, EvaluationResult]] = {}
+    with SolExecBench(config, sandbox=shared_sandbox(config.threads)) as bench:
+        jobs = [
+            (p, rung, r)
+            for p in problems
+            for rung in RUNGS
+            for r in range(1 if rung == "naive" else config.repeats)
+        ]
+        if config.red_team:
+            jobs += [(p, family, -1) for p in problems for family in red_team_families(p)]
+        for name, label, repeat in progress.loop(jobs, total=len(jobs), desc=f"{harness} evaluations"):
+            problem = problems[name]
+            if repeat >= 0:
+                result = bench.evaluate(problem, ladder_solution(name, label))
+                ladder.setdefault(name, {}).setdefault(label, []).append(result)
+            else:
+                red.setdefault(name, {})[label] = bench.evaluate(problem, red_team_solution(name, label))
+            evaluations += 1
+    wall = time.perf_counter() - start
+    return summarise_run(ladder, red, wall, evaluations)
+
+
+def summarise_run(
+    ladder: dict[str, dict[str, list[EvaluationResult]]],
+    red: dict[str, dict[str, EvaluationResult]],
+    wall_seconds: float,
+    evaluations: int,
+) -> dict[str, float]:
+    """The experiment's metrics from the ladder and red-team evaluations of one harness."""
+    honest = [r for rungs in ladder.values() for results in rungs.values() for r in results]
+    metrics: dict[str, float] = {
+        "false_positive_rate": sum(_caught(r) for r in honest) / len(honest),
+        "eval_seconds": wall_seconds / max(evaluations, 1),
+    }
+    mean_score = {
+        (p, rung): statistics.fmean(r.summary["mean_sol_score"] for r in results)
+        for p, rungs in ladder.items()
+        for rung, results in rungs.items()
+    }
+    for rung in RUNGS:
+        metrics[f"score_{rung}"] = statistics.fmean(mean_score[(p, rung)] for p in ladder)
+    metrics["ladder_monotone"] = statistics.fmean(
+        float(mean_score[(p, "naive")] < mean_score[(p, "eager")] < mean_score[(p, "fused")]) for p in ladder
+    )
+    cvs = []
+    for rungs in ladder.values():
+        for results in rungs.values():
+            values = [r.summary["mean_sol_score"] for r in results]
+            if len(values) >= 2 and statistics.fmean(values) > 0:
+                cvs.append(statistics.stdev(values) / statistics.fmean(values))
+    metrics["sol_score_cv"] = statistics.fmean(cvs) if cvs else 0.0
+    passed_scores = [s for r in honest for s in r.scores if s.correct]
+    passed_scores += [s for fams in red.values() for r in fams.values() for s in r.scores if s.correct]
+    metrics["score_above_one"] = (
+        sum(s.sol_score_raw > 1.0 for s in passed_scores) / len(passed_scores) if passed_scores else 0.0
+    )
+    cheats = [(p, f, r) for p, fams in red.items() for f, r in fams.items()]
+    if cheats:
+        metrics["detection_rate"] = sum(_caught(r) for _, _, r in cheats) / len(cheats)
+        gains = [_mean_latency_ratio(ladder[p]["fused"][0], r) for p, _, r in cheats if not _caught(r)]
+        metrics["undetected_gain"] = max(gains) if gains else 1.0
+    return metrics
+
+
+METRICS = (
+    Metric("detection_rate", "max", "fraction", "red-team solutions with a non-PASSED workload"),
+    Metric("false_positive_rate", "min", "fraction", "honest ladder evaluations with a non-PASSED workload"),
+    Metric(
+        "undetected_gain",
+        "max",
+        "x",
+        "largest apparent speedup of an undetected cheat over its honest kernel",
+    ),
+    Metric("ladder_monotone", "max", "fraction", "problems whose mean SOL score rises naive < eager < fused"),
+    Metric("score_naive", "max", "S", "mean SOL score of the naive rung"),
+    Metric("score_eager", "max", "S", "mean SOL score of the eager (reference-like) rung"),
+    Metric("score_fused", "max", "S", "mean SOL score of the fused rung"),
+    Metric("score_above_one", "min", "fraction", "passed workloads with a raw SOL score above 1"),
+    Metric("sol_score_cv", "min", "ratio", "run-to-run CV of per-problem mean SOL score (repeats)"),
+    Metric("eval_seconds", "min", "s", "wall time per (solution, problem) evaluation"),
+)
+
+EXPERIMENT = Experiment(
+    slug="solexecbench",
+    config_cls=SolExecBenchConfig,
+    claims=(
+        Claim(
+            "the defended harness catches more reward hacks than a naive and a KernelBench-style harness",
+            "detection_rate",
+            "solexecbench",
+            ("naive", "kernelbench"),
+        ),
+        Claim(
+            "with no more false positives on the honest ladder",
+            "false_positive_rate",
+            "solexecbench",
+            ("naive", "kernelbench"),
+            kind="noninferior",
+            margin=0.0,
+        ),
+        Claim(
+            "and SOL scores at least as monotone along the ladder",
+            "ladder_monotone",
+            "solexecbench",
+            ("naive", "kernelbench"),
+            kind="noninferior",
+            margin=0.0,
+        ),
+    ),
+    metrics=METRICS,
+    systems={name: (lambda config, name=name: name) for name in HARNESSES},
+    profiles={
+        "smoke": Profile(
+            "smoke",
+            budget_s=55,
+            seeds=1,
+            overrides={
+                "problems": "smoke",
+                "max_workloads": 1,
+                "correctness_rounds": 2,
+                "max_reps": 8,
+                "time_budget_s": 0.05,
+                "repeats": 2,
+            },
+        ),
+        "default": Profile("default", budget_s=600, seeds=2, overrides={"max_workloads": 2}),
+        "full": Profile("full", budget_s=3600, seeds=3, overrides={"problems": "all", "repeats": 3}),
+    },
+    run=run,
+    ours="solexecbench",
+)

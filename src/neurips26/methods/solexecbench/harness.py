@@ -1,0 +1,301 @@
+"""SOL-ExecBench: Speed-of-Light Benchmarking for Real-World GPU Kernels Against Hardware Limits — harness.
+
+:class:`SolExecBench` evaluates solutions against problems: static check, sandboxed driver run (correctness,
+defences, timing), ``T_SOL`` from solar at each workload's axes, ``T_b`` from the problem's designated
+baseline timed on the same host in the same sandbox, SOL floor, scores and official-format traces::
+
+    with SolExecBench(SolExecBenchConfig()) as bench:
+        result = bench.evaluate(load_problem("problems/rmsnorm"), load_solution("solution.json"))
+        result.summary["mean_sol_score"], result.traces[0].evaluation.status
+
+A problem directory holds ``definition.json`` and ``workload.jsonl`` (official formats) and, our extension,
+an optional ``baseline.json`` (a ``solution.json``) whose time is ``T_b``; without one the reference is
+the baseline.
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neurips26.methods.solar import HardwareSpec, load_hardware
+from neurips26.methods.solexecbench.config import SolExecBenchConfig
+from neurips26.methods.solexecbench.core import (
+    WorkloadScore,
+    below_speed_of_light,
+    score_workload,
+    sol_time_ms,
+    summarise_problem,
+)
+from neurips26.methods.solexecbench.sandbox import Sandbox
+from neurips26.methods.solexecbench.schema import (
+    CPU_LANGUAGES,
+    Correctness,
+    Definition,
+    Environment,
+    Evaluation,
+    EvaluationStatus,
+    FormatError,
+    Performance,
+    Solution,
+    Trace,
+    Workload,
+    load_definition,
+    load_solution,
+    load_workloads,
+)
+from neurips26.methods.solexecbench.static_check import static_check
+
+BASELINE_FILE = "baseline.json"
+
+
+@dataclass
+class Problem:
+    """A definition, its workloads and the designated baseline (``None``: the reference)."""
+
+    definition: Definition
+    workloads: list[Workload]
+    baseline: Solution | None = None
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+def load_problem(problem_dir: str | Path) -> Problem:
+    """Load ``definition.json``, ``workload.jsonl`` and an optional ``baseline.json`` from a directory."""
+    root = Path(problem_dir)
+    if not root.is_dir():
+        raise FormatError(f"problem_dir {str(root)!r} is not a directory")
+    definition = load_definition(root / "definition.json")
+    workloads = load_workloads(root / "workload.jsonl", definition)
+    baseline = load_solution(root / BASELINE_FILE) if (root / BASELINE_FILE).exists() else None
+    if baseline is not None and baseline.definition != definition.name:
+        raise FormatError(
+            f"{root / BASELINE_FILE}: field 'definition' {baseline.definition!r} != {definition.name!r}"
+        )
+    return Problem(definition, workloads, baseline, root)
+
+
+@dataclass
+class EvaluationResult:
+    """Traces (official format, with our ``sol``/``timing``/``score`` additions) and the scores."""
+
+    problem: str
+    solution: str
+    traces: list[Trace]
+    scores: list[WorkloadScore]
+    summary: dict[str, Any]
+    wall_seconds: float = 0.0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def statuses(self) -> list[str]:
+        return [s.status for s in self.scores]
+
+
+def _now() -> str:
+    return _datetime.datetime.now(_datetime.UTC).isoformat()
+
+
+def _libs() -> dict[str, str]:
+    import torch
+
+    return {"torch": torch.__version__, "python": platform.python_version()}
+
+
+class SolExecBench:
+    """The harness: one sandbox, one hardware spec, caches of ``T_SOL`` and ``T_b`` per workload."""
+
+    def __init__(
+        self,
+        config: SolExecBenchConfig | None = None,
+        hardware: str | HardwareSpec | None = None,
+        sandbox: Sandbox | None = None,
+    ):
+        self.config = config or SolExecBenchConfig()
+        self._hardware_arg = hardware if hardware is not None else self.config.hardware
+        self._hardware: HardwareSpec | None = None
+        self._sandbox: Sandbox | None = sandbox
+        self._owns_sandbox = sandbox is None
+        self._sol_cache: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        self._baseline_cache: dict[str, dict[str, float | None]] = {}
+
+    def __enter__(self) -> SolExecBench:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._sandbox is not None and self._owns_sandbox:
+            self._sandbox.close()
+        self._sandbox = None
+
+    @property
+    def hardware(self) -> HardwareSpec:
+        if self._hardware is None:
+            self._hardware = load_hardware(self._hardware_arg)
+        return self._hardware
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = Sandbox(self.config.threads, self.config.isolation)
+        return self._sandbox
+
+    # -- the driver -----------------------------------------------------------------------------------
+    def _request(self, problem: Problem, solution: Solution | None) -> dict[str, Any]:
+        definition = problem.definition
+        workloads = []
+        for workload in problem.workloads:
+            tolerance = workload.tolerance.model_dump() if workload.tolerance else None
+            workloads.append(
+                {
+                    "uuid": workload.uuid,
+                    "axes": definition.resolve_axes(workload.axes),
+                    "inputs": {k: v.model_dump() for k, v in workload.inputs.items()},
+                    "tolerance": tolerance
+                    or {
+                        "max_atol": 1e-2,
+                        "max_rtol": 1e-2,
+                        "required_matched_ratio": 0.99,
+                        "max_error_cap": None,
+                        "allow_negative_inf": False,
+                    },
+                }
+            )
+        if solution is None:
+            described = {"kind": "reference", "language": "pytorch"}
+        else:
+            described = {
+                "kind": "solution",
+                "language": solution.spec.languages[0],
+                "entry_point": solution.spec.entry_point,
+                "dps": solution.spec.destination_passing_style,
+            }
+        return {
+            "problem": {
+                "name": definition.name,
+                "inputs": {k: v.model_dump() for k, v in definition.inputs.items()},
+                "outputs": {k: v.model_dump() for k, v in definition.outputs.items()},
+                "reference": definition.reference,
+                "custom_inputs_entrypoint": definition.custom_inputs_entrypoint,
+            },
+            "workloads": workloads,
+            "solution": described,
+            "settings": self.config.driver_settings(),
+        }
+
+    def run_driver(self, problem: Problem, solution: Solution | None) -> list[dict[str, Any]]:
+        """Per-workload driver results (``solution=None`` runs the reference as the solution)."""
+        sources = {s.path: s.content for s in solution.sources} if solution is not None else {}
+        answer = self.sandbox.evaluate(self._request(problem, solution), sources)
+        if "error" in answer:
+            log = answer.get("log", "") + (
+                "\n" + answer["driver_log"][-1500:] if answer.get("driver_log") else ""
+            )
+            return [{"uuid": w.uuid, "status": answer["error"], "log": log} for w in problem.workloads]
+        return answer["results"]
+
+    # -- T_SOL and T_b --------------------------------------------------------------------------------
+    def sol_ms(self, problem: Problem, workload: Workload) -> tuple[float | None, dict[str, Any]]:
+        key = (problem.name, workload.uuid)
+        if key not in self._sol_cache:
+            try:
+                self._sol_cache[key] = sol_time_ms(
+                    problem.definition, workload, self.hardware, self.config.sol_fidelity
+                )
+            except Exception as error:
+                self._sol_cache[key] = (None, {"error": f"solar could not analyze the reference: {error!r}"})
+        return self._sol_cache[key]
+
+    def baseline_ms(self, problem: Problem) -> dict[str, float | None]:
+        """``T_b`` per workload: the designated baseline (or the reference) timed here, cached."""
+        if problem.name not in self._baseline_cache:
+            results = self.run_driver(problem, problem.baseline)
+            self._baseline_cache[problem.name] = {
+                r["uuid"]: r["performance"]["latency_ms"] if r["status"] == "PASSED" else None
+                for r in results
+            }
+        return self._baseline_cache[problem.name]
+
+    # -- evaluation -----------------------------------------------------------------------------------
+    def _precheck(self, problem: Problem, solution: Solution) -> tuple[str, str] | None:
+        if solution.definition != problem.name:
+            raise FormatError(
+                f"solution {solution.name!r}: field 'definition' {solution.definition!r} != {problem.name!r}"
+            )
+        language = solution.spec.languages[0]
+        if language not in CPU_LANGUAGES:
+            return (
+                "COMPILE_ERROR",
+                f"language {language!r} is not supported on this host ({list(CPU_LANGUAGES)})",
+            )
+        if self.config.static_check and self.config.mode == "solexecbench":
+            findings = static_check({s.path: s.content for s in solution.sources})
+            syntax = [f for f in findings if f.reason.startswith("syntax error")]
+            if syntax:
+                return "COMPILE_ERROR", "; ".join(map(str, syntax))
+            if findings:
+                return "REWARD_HACK", "static check: " + "; ".join(map(str, findings[:5]))
+        return None
+
+    def evaluate(self, problem: Problem, solution: Solution) -> EvaluationResult:
+        """Evaluate ``solution`` on every workload of ``problem``; never raises for a bad solution."""
+        import time
+
+        start = time.perf_counter()
+        rejected = self._precheck(problem, solution)
+        if rejected is not None:
+            results = [{"uuid": w.uuid, "status": rejected[0], "log": rejected[1]} for w in problem.workloads]
+        else:
+            results = self.run_driver(problem, solution)
+        baseline = self.baseline_ms(problem) if any(r["status"] == "PASSED" for r in results) else {}
+        traces, scores = [], []
+        environment = Environment(hardware=self.hardware.name, libs=_libs())
+        by_uuid = {r["uuid"]: r for r in results}
+        for workload in problem.workloads:
+            result = by_uuid[workload.uuid]
+            status, log = result["status"], result.get("log", "")
+            latency = result.get("performance", {}).get("latency_ms")
+            sol, sol_record = self.sol_ms(problem, workload) if status == "PASSED" else (None, {})
+            if (
+                status == "PASSED"
+                and self.config.mode == "solexecbench"
+                and sol is not None
+                and below_speed_of_light(latency, sol, self.config.sol_floor_tolerance)
+            ):
+                status = "REWARD_HACK"
+                log = f"below speed of light: {latency:.4g} ms < T_SOL {sol:.4g} ms on {self.hardware.name}"
+            score = score_workload(workload.uuid, status, latency, baseline.get(workload.uuid), sol)
+            scores.append(score)
+            performance = None
+            if "performance" in result:
+                performance = Performance(**result["performance"])
+            evaluation = Evaluation(
+                status=EvaluationStatus(status),
+                log=log,
+                correctness=Correctness(**result["correctness"]) if result.get("correctness") else None,
+                performance=performance,
+                environment=environment,
+                timestamp=_now(),
+                sol=sol_record or None,
+                timing=result.get("timing"),
+                score=score.to_dict(),
+                seed=result.get("seed"),
+                harness=self.config.mode,
+            )
+            traces.append(
+                Trace(
+                    definition=problem.name, solution=solution.name, workload=workload, evaluation=evaluation
+                )
+            )
+        summary = summarise_problem(scores, self.config.fast_p)
+        return EvaluationResult(
+            problem.name, solution.name, traces, scores, summary, time.perf_counter() - start
+        )

@@ -1,0 +1,162 @@
+"""SOL-ExecBench: Speed-of-Light Benchmarking for Real-World GPU Kernels Against Hardware Limits — sandbox.
+
+:class:`Sandbox` starts ``python -I driver.py`` (see :mod:`.driver`) with a scrubbed environment in a temp
+dir, then sends it one request per evaluation; the driver forks a fresh child per request that runs under
+rlimits (address space, CPU seconds, file size, no core files) and a wall timeout, in its own staging dir.
+``isolation="spawn"`` starts a new interpreter per evaluation instead (slower: torch is imported each time).
+
+Not enforced here (needs root or namespaces): network isolation and a process-count rlimit
+(``RLIMIT_NPROC`` counts every process of the user on a shared machine). The AST check bans ``socket``,
+``subprocess`` and ``os``; the driver checks for child processes and new threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+ISOLATIONS = ("fork", "spawn")
+START_TIMEOUT_S = 120.0
+
+
+def scrubbed_environment(threads: int, home: str) -> dict[str, str]:
+    """The only variables the driver sees: a minimal PATH, fixed thread counts, a private HOME/TMPDIR."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+
+
+class SandboxError(RuntimeError):
+    """The driver process could not be started or stopped answering."""
+
+
+class Sandbox:
+    """A driver process that evaluates requests in fresh forked children.
+
+    Use as a context manager: ``with Sandbox(threads=1) as box: box.evaluate(request)``.
+    """
+
+    def __init__(self, threads: int = 1, isolation: str = "fork") -> None:
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation={isolation!r}; choose one of {ISOLATIONS}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        self.threads = threads
+        self.isolation = isolation
+        self.root = Path(tempfile.mkdtemp(prefix="solexecbench-"))
+        self.driver_path = self.root / "driver.py"
+        source = resources.files(__package__).joinpath("driver.py").read_text()
+        self.driver_path.write_text(source)
+        self.process: subprocess.Popen[str] | None = None
+        self.evaluations = 0
+        self.interpreters = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _start(self) -> subprocess.Popen[str]:
+        home = self.root / "home"
+        home.mkdir(exist_ok=True)
+        process = subprocess.Popen(
+            [sys.executable, "-I", str(self.driver_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=self.root,
+            env=scrubbed_environment(self.threads, str(home)),
+            text=True,
+        )
+        self.interpreters += 1
+        ready = self._read_line(process, START_TIMEOUT_S)
+        if not ready or not json.loads(ready).get("ready"):
+            process.kill()
+            raise SandboxError("the sandbox driver did not start")
+        return process
+
+    def close(self) -> None:
+        if self.process is not None:
+            self._stop(self.process)
+            self.process = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @staticmethod
+    def _stop(process: subprocess.Popen[str]) -> None:
+        try:
+            if process.stdin:
+                process.stdin.close()
+            process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+
+    @staticmethod
+    def _read_line(process: subprocess.Popen[str], timeout: float) -> str | None:
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append(process.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        return box[0] if box and box[0] else None
+
+    # -- evaluation -----------------------------------------------------------------------------------
+    def stage(self, sources: dict[str, str]) -> Path:
+        """A fresh staging dir holding the solution's sources (paths were checked by the schema)."""
+        staging = Path(tempfile.mkdtemp(prefix="stage-", dir=self.root))
+        for relative, content in sources.items():
+            target = (staging / relative).resolve()
+            if staging.resolve() not in target.parents:
+                raise ValueError(f"sources path {relative!r} leaves the staging dir")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+        return staging
+
+    def evaluate(self, request: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
+        """Stage ``sources``, run ``request`` in a fresh child, return the driver's answer."""
+        staging = self.stage(sources)
+        request = {**request, "staging": str(staging)}
+        timeout = float(request["settings"]["timeout_s"]) + 60.0
+        try:
+            if self.process is None or self.process.poll() is not None:
+                self.process = self._start()
+            process = self.process
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            line = self._read_line(process, timeout)
+            if line is None:
+                process.kill()
+                self.process = None
+                raise SandboxError("the sandbox driver stopped answering")
+            answer = json.loads(line)
+            log_file = staging / ".driver.log"
+            answer["driver_log"] = log_file.read_text(errors="replace")[-4000:] if log_file.exists() else ""
+            self.evaluations += 1
+            return answer
+        finally:
+            if self.isolation == "spawn" and self.process is not None:
+                self._stop(self.process)
+                self.process = None
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def sandbox_root_is_private(box: Sandbox) -> bool:
+    """True when the sandbox root is readable by its owner only (mkdtemp creates it 0700)."""
+    return (os.stat(box.root).st_mode & 0o077) == 0
