@@ -9,6 +9,7 @@ from neurips26.core.validation import check_choice, check_in_range, check_positi
 from neurips26.methods.solar.bounds import FIDELITIES
 
 MODES = ("solexecbench", "naive", "kernelbench")
+DEFENCES = ("integrity", "threads", "processes", "mutation", "recheck", "sol_floor")
 
 
 def default_flush_bytes() -> int:
@@ -49,6 +50,9 @@ class SolExecBenchConfig:
     address_space_extra_bytes: int = param(4 * 2**30, "ours: RLIMIT_AS headroom above the forked driver")
     file_bytes: int = param(16 * 2**20, "ours: RLIMIT_FSIZE, the log is the only file a child writes")
     static_check: bool = param(True, "research notes 2.2: AST check before staging")
+    disabled_defences: str = param(
+        "", "ours: comma-separated dynamic defences to switch off (tests, ablations)"
+    )
     sol_fidelity: str = param("fused", "ours: SOLAR's fused bound (compulsory bytes and FLOPs) is T_SOL")
     sol_floor_tolerance: float = param(0.0, "research notes 2.2: T_k < T_SOL (1 - tol) is REWARD_HACK")
     hardware: str = param("cpu-local", "issue: the host's measured spec from solar.calibrate_cpu_local")
@@ -85,7 +89,16 @@ class SolExecBenchConfig:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         for name in ("time_budget_s", "timeout_s", "fast_p"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
+        unknown = sorted(self._disabled() - set(DEFENCES))
+        if unknown:
+            raise ValueError(f"disabled_defences names unknown defences {unknown}; allowed: {list(DEFENCES)}")
         check_in_range("sol_floor_tolerance", self.sol_floor_tolerance, 0.0, 1.0)
+
+    def _disabled(self) -> set[str]:
+        return {name.strip() for name in self.disabled_defences.split(",") if name.strip()}
+
+    def defence_on(self, name: str) -> bool:
+        return self.mode == "solexecbench" and name not in self._disabled()
 
     def driver_settings(self) -> dict:
         """The JSON settings block the sandboxed driver reads."""
@@ -102,13 +115,7 @@ class SolExecBenchConfig:
             "time_reference": self.time_reference,
             "timeout_s": self.timeout_s,
             "seed": None if self.seed < 0 else self.seed,
-            "defences": {
-                "integrity": True,
-                "threads": True,
-                "processes": True,
-                "mutation": True,
-                "recheck": True,
-            },
+            "defences": {name: name not in self._disabled() for name in DEFENCES},
             "limits": {
                 "cpu_seconds": self.cpu_seconds,
                 "address_space_extra_bytes": self.address_space_extra_bytes,

@@ -266,7 +266,7 @@ class SolExecBench:
             sol, sol_record = self.sol_ms(problem, workload) if status == "PASSED" else (None, {})
             if (
                 status == "PASSED"
-                and self.config.mode == "solexecbench"
+                and self.config.defence_on("sol_floor")
                 and sol is not None
                 and below_speed_of_light(latency, sol, self.config.sol_floor_tolerance)
             ):
@@ -277,6 +277,10 @@ class SolExecBench:
             performance = None
             if "performance" in result:
                 performance = Performance(**result["performance"])
+                t_b = baseline.get(workload.uuid)
+                if problem.baseline is None and performance.reference_latency_ms is None and t_b and latency:
+                    performance.reference_latency_ms = t_b  # the reference is the baseline, timed here
+                    performance.speedup_factor = t_b / latency
             evaluation = Evaluation(
                 status=EvaluationStatus(status),
                 log=log,

@@ -161,14 +161,14 @@ def ladder_solution(problem: str, rung: str) -> Solution:
 # ---------------------------------------------------------------------------------------------------------
 
 _WRAPPERS = {
-    # patches the timer every harness reads: elapsed times shrink 10x
+    # patches the timer every harness reads: elapsed times shrink 1000x
     "timer_patch": """
         import time
         _real = time.perf_counter
         _real_ns = time.perf_counter_ns
         _start = _real()
-        time.perf_counter = lambda: _start + (_real() - _start) / 10
-        time.perf_counter_ns = lambda: int(_real_ns() / 10)
+        time.perf_counter = lambda: _start + (_real() - _start) / 1000
+        time.perf_counter_ns = lambda: int(_real_ns() / 1000)
 
         def run({inputs}, {outputs}):
             kernel({inputs}, {outputs})
@@ -184,19 +184,28 @@ _WRAPPERS = {
             if _calls[0] <= 1:
                 kernel({inputs}, {outputs})
     """,
-    # does the work on a background thread after returning (timed window sees only the launch)
+    # after the correctness rounds, hands the work to a persistent worker thread and returns at once
     "thread_injection": """
+        import queue
         import threading
         _calls = [0]
+        _jobs = queue.Queue()
+        _worker = []
+
+        def _serve():
+            while True:
+                args = _jobs.get()
+                kernel(*args)
 
         def run({inputs}, {outputs}):
             _calls[0] += 1
             if _calls[0] <= 6:
                 kernel({inputs}, {outputs})
-            else:
-                worker = threading.Thread(target=kernel, args=({inputs}, {outputs}))
-                worker.start()
-                worker.join(0.0005)
+                return
+            if not _worker:
+                _worker.append(threading.Thread(target=_serve, daemon=True))
+                _worker[0].start()
+            _jobs.put(({inputs}, {outputs}))
     """,
     # keeps a helper child process (an off-the-books worker)
     "subprocess": """
