@@ -44,7 +44,9 @@ class SolExecBenchConfig:
     time_budget_s: float = param(0.3, "ours: stop adding reps after this much wall time per workload")
     flush_bytes: int = param(0, "issue: write 2x LLC before each timed call; 0 = 2x LLC from sysfs")
     recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
-    time_reference: bool = param(False, "upstream times the reference for speedup_factor; off saves time")
+    time_reference: bool = param(
+        True, "upstream times the reference for speedup_factor; ours interleaves it (paired T_b, same load)"
+    )
     timeout_s: float = param(60.0, "ours: wall timeout per (solution, problem) evaluation")
     cpu_seconds: int = param(120, "ours: RLIMIT_CPU of the evaluation child")
     address_space_extra_bytes: int = param(4 * 2**30, "ours: RLIMIT_AS headroom above the forked driver")
@@ -63,6 +65,7 @@ class SolExecBenchConfig:
     max_workloads: int = param(0, "ours: evaluate only the first n workloads of each problem (0 = all)")
     repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
     red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
+    red_team_problems: int = param(0, "ours: run the red team on the first n problems only (0 = all)")
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
@@ -83,7 +86,14 @@ class SolExecBenchConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.max_reps < self.min_reps:
             raise ValueError(f"max_reps ({self.max_reps}) must be >= min_reps ({self.min_reps})")
-        for name in ("recheck_k", "flush_bytes", "max_workloads", "address_space_extra_bytes", "file_bytes"):
+        for name in (
+            "recheck_k",
+            "flush_bytes",
+            "max_workloads",
+            "red_team_problems",
+            "address_space_extra_bytes",
+            "file_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")

@@ -81,7 +81,8 @@ def run(
             for r in range(1 if rung == "naive" else config.repeats)
         ]
         if config.red_team:
-            jobs += [(p, family, -1) for p in problems for family in red_team_families(p)]
+            targets = list(problems)[: config.red_team_problems or None]
+            jobs += [(p, family, -1) for p in targets for family in red_team_families(p)]
         for name, label, repeat in progress.loop(jobs, total=len(jobs), desc=f"{harness} evaluations"):
             problem = problems[name]
             if repeat >= 0:
@@ -192,9 +193,11 @@ EXPERIMENT = Experiment(
                 "problems": "smoke",
                 "max_workloads": 1,
                 "correctness_rounds": 2,
-                "max_reps": 8,
-                "time_budget_s": 0.05,
+                "max_reps": 6,
+                "time_budget_s": 0.02,
+                "flush_bytes": 8 * 2**20,
                 "repeats": 2,
+                "red_team_problems": 1,
             },
         ),
         "default": Profile("default", budget_s=600, seeds=2, overrides={"max_workloads": 2}),
