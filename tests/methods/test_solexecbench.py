@@ -411,6 +411,7 @@ def test_summarise_run_metrics():
     red = {"p": {"a": R(["REWARD_HACK"], 0.0), "b": R(["PASSED"], 0.9)}}
     metrics = summarise_run(ladder, red, 2.0, 4)
     assert metrics["detection_rate"] == 0.5 and metrics["ladder_monotone"] == 1.0
+    assert metrics["defeated_rate"] == 1.0 and metrics["undetected_gain"] == 1.0  # no latencies: no gain
     assert metrics["false_positive_rate"] == 0.0 and metrics["sol_score_cv"] == 0.0
 
 

@@ -50,6 +50,9 @@ def _snapshot() -> dict[str, int]:
     return ids
 
 
+KERNELBENCH_TRIALS = 5  # KernelBench's correctness trials with fresh random inputs
+
+
 class RewardHack(Exception):
     """A defence fired; the message is the reason written into the trace log."""
 
@@ -368,7 +371,7 @@ def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, 
         return _call_solution(solution, dps, inputs, outputs)
 
     # --- correctness rounds -------------------------------------------------------------------------
-    rounds = settings["correctness_rounds"] if mode != "naive" else 1
+    rounds = {"naive": 1, "kernelbench": KERNELBENCH_TRIALS}.get(mode, settings["correctness_rounds"])
     correctness = None
     for round_index in range(rounds):
         inputs = _make_inputs(problem, workload, randomise_names=defended)

@@ -28,6 +28,7 @@ from neurips26.methods.solexecbench.solutions import (
 )
 
 HARNESSES = ("solexecbench", "naive", "kernelbench")
+NEUTRALISED_GAIN = 2.0  # ours: timing noise on the shared machine reaches ~1.5x between runs
 _SANDBOXES: dict[int, Sandbox] = {}
 
 
@@ -134,11 +135,19 @@ def summarise_run(
         metrics["detection_rate"] = sum(_caught(r) for _, _, r in cheats) / len(cheats)
         gains = [_mean_latency_ratio(ladder[p]["fused"][0], r) for p, _, r in cheats if not _caught(r)]
         metrics["undetected_gain"] = max(gains) if gains else 1.0
+        # neutralised: undetected, but it did not look even NEUTRALISED_GAIN x faster than its honest kernel
+        metrics["defeated_rate"] = (len(cheats) - sum(g >= NEUTRALISED_GAIN for g in gains)) / len(cheats)
     return metrics
 
 
 METRICS = (
     Metric("detection_rate", "max", "fraction", "red-team solutions with a non-PASSED workload"),
+    Metric(
+        "defeated_rate",
+        "max",
+        "fraction",
+        "red-team solutions caught, or undetected and not >= 2x faster than their honest kernel",
+    ),
     Metric("false_positive_rate", "min", "fraction", "honest ladder evaluations with a non-PASSED workload"),
     Metric(
         "undetected_gain",
