@@ -505,3 +505,44 @@ def test_analyzer_class_and_gate_caps() -> None:
     conv = nn.Conv2d(4, 4, 3, padding=1)
     capped = analyze(conv, [torch.randn(1, 4, 16, 16)], hw="A100", validate_max_bytes=4096)
     assert not capped.validated and "gather" in capped.validation.reason
+
+
+def test_creation_ops_traced_on_meta_run_on_cpu_in_the_ir() -> None:
+    class Positional(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = nn.Embedding(16, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.table(torch.arange(x.shape[0], device=x.device))
+
+    assert analyze(Positional(), [torch.randn(10, 4)], hw="H200").validated
+
+
+def test_hugging_face_models_validate() -> None:
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    gpt2 = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(
+            n_layer=1, n_positions=32, n_embd=32, n_head=2, vocab_size=50, attn_implementation="sdpa"
+        )
+    ).eval()
+    ids = torch.randint(0, 50, (1, 16))
+    report = analyze(gpt2, [ids], hw="H200")
+    assert report.validated and report.complete, report.validation.reason
+    attention = 2 * (16 * 17 // 2) * 2 * 16
+    assert report.macs["float32"] == 16 * 32 * (96 + 32 + 128 + 128) + attention + 16 * 32 * 50
+    llama = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=50,
+            attn_implementation="sdpa",
+        )
+    ).eval()
+    with pytest.raises(ValueError, match="trace_device='cpu'"):
+        analyze(llama, [ids], hw="H200")  # its rotary embedding asks autocast about the meta device
+    assert analyze(llama, [ids], hw="H200", trace_device="cpu").validated
