@@ -546,3 +546,24 @@ def test_hugging_face_models_validate() -> None:
     with pytest.raises(ValueError, match="trace_device='cpu'"):
         analyze(llama, [ids], hw="H200")  # its rotary embedding asks autocast about the meta device
     assert analyze(llama, [ids], hw="H200", trace_device="cpu").validated
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    m=st.integers(1, 12),
+    n=st.integers(1, 12),
+    k=st.integers(1, 5),
+    coeffs=st.lists(
+        st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(-3, 3), st.integers(-6, 6)),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_domain_point_count_matches_islpy(
+    m: int, n: int, k: int, coeffs: list[tuple[int, int, int, int]]
+) -> None:
+    isl = pytest.importorskip("islpy")
+    guards = tuple(Affine((("i", a), ("j", b), ("l", c)), d) for a, b, c, d in coeffs)
+    constraints = " and ".join(f"{a}*i + {b}*j + {c}*l + {d} >= 0" for a, b, c, d in coeffs)
+    domain = isl.Set(f"{{ [i, j, l] : 0 <= i < {m} and 0 <= j < {n} and 0 <= l < {k} and {constraints} }}")
+    assert count_domain_points({"i": m, "j": n, "l": k}, guards) == domain.count_val().to_python()
