@@ -407,7 +407,7 @@ def test_jax_programs_count_loops_by_trips_and_validate() -> None:
     from neurips26.methods.solar.suite.jax_programs import programs
 
     for entry in programs():
-        if entry["name"] not in ("jax_cnn", "jax_scan_rnn", "jax_while_solver"):
+        if entry["name"] not in ("jax_scan_rnn", "jax_while_solver"):
             continue  # same primitives as the others; kept out to hold the test to a few seconds
         inputs = entry["inputs"]()
         report = analyze(entry["fn"], inputs, hw="H200")
@@ -567,3 +567,16 @@ def test_domain_point_count_matches_islpy(
     constraints = " and ".join(f"{a}*i + {b}*j + {c}*l + {d} >= 0" for a, b, c, d in coeffs)
     domain = isl.Set(f"{{ [i, j, l] : 0 <= i < {m} and 0 <= j < {n} and 0 <= l < {k} and {constraints} }}")
     assert count_domain_points({"i": m, "j": n, "l": k}, guards) == domain.count_val().to_python()
+
+
+def test_jax_convolution_counts_valid_taps() -> None:
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax import lax
+
+    def conv(img, k):
+        return lax.conv_general_dilated(img, k, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    taps = sum(1 for p in range(6) for r in range(3) if 0 <= p + r - 1 < 6)
+    report = analyze(conv, [jnp.ones((1, 2, 6, 6)), jnp.ones((3, 2, 3, 3))], hw="H200", validate=False)
+    assert report.macs == {"float32": 3 * 2 * taps**2}
