@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from neurips26 import __version__
 from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec
@@ -125,7 +127,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else default_run_dir()
     results, errored, failed_claims = [], False, False
+    overall = _methods_bar([experiment.profile(args.profile).budget_s for _, experiment in experiments])
     for spec, experiment in experiments:
+        overall.set_description(spec.slug)
         try:
             result = run_experiment(
                 experiment,
@@ -141,6 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{spec.slug}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
             errored = True
             continue
+        overall.update(experiment.profile(args.profile).budget_s)
         results.append(result)
         info = result["run_info"]
         verdicts = " ".join(VERDICT_MARK[c["reproduced"]] for c in result["claims"])
@@ -150,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         errored |= info["status"] != "ok"
         failed_claims |= any(c["reproduced"] == "false" for c in result["claims"])
+    overall.close()
     if results:
         report = build_report(out)
         print()
@@ -160,12 +166,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CLAIM_FAILED if (args.strict and failed_claims) else EXIT_OK
 
 
+def _methods_bar(budgets: Sequence[float]) -> Any:
+    """One bar over all methods, advancing by each method's profile budget (an ETA in seconds)."""
+    from tqdm.auto import tqdm
+
+    from neurips26.bench.progress import progress_enabled
+
+    return tqdm(
+        total=sum(budgets),
+        unit="s",
+        disable=not progress_enabled(),
+        dynamic_ncols=True,
+        bar_format="{desc} {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s budget [{elapsed}<{remaining}]",
+    )
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    from neurips26.bench.results import ResultsFileError
-    from neurips26.report import build_report
+    from neurips26.bench.results import ResultsFileError, find_results, read_result
+    from neurips26.report import build_report, refresh_method_readme
 
     try:
         print(build_report(args.run_dir))
+        if args.readmes:
+            for path in find_results(args.run_dir):
+                result = read_result(path)
+                slug = result["run_info"]["slug"]
+                readme = Path(__file__).parent / "methods" / slug / "README.md"
+                command = f"neurips26 run {slug} --profile {result['run_info']['profile']}"
+                if readme.is_file() and refresh_method_readme(readme, result, command):
+                    print(f"refreshed {readme}")
     except (ResultsFileError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
@@ -207,11 +236,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true", help="exit 3 when a claim is not reproduced")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     run.add_argument("--executor", choices=("local", "ray"), default="local")
+    run.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="worker processes of the local executor (default: up to 2)",
+    )
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     run.set_defaults(func=cmd_run)
 
     report = sub.add_parser("report", help="rebuild REPORT.md and figures from a run folder")
     report.add_argument("run_dir")
+    report.add_argument(
+        "--readmes",
+        action="store_true",
+        help="also rewrite each method README's results block (between its markers)",
+    )
     report.set_defaults(func=cmd_report)
     sub.add_parser("doctor", help="versions, extras and runnable methods").set_defaults(func=cmd_doctor)
 
@@ -222,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _tool_main(module: str):
+def _tool_main(module: str) -> Any:
     def run_tool(args: argparse.Namespace) -> int:
         return int(importlib.import_module(module).main(args))
 
@@ -234,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "seeds", None) is not None and args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if getattr(args, "jobs", 1) < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
     try:
         return args.func(args)
     except UsageError as exc:

@@ -7,6 +7,7 @@ skips cells whose saved config hash matches, so a killed run resumes without rec
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from neurips26.bench.experiment import Experiment, Profile
+from neurips26.bench.experiment import Experiment, NotApplicable, Profile
 from neurips26.bench.progress import TqdmProgress
 from neurips26.bench.results import (
     CELL_SCHEMA,
@@ -42,7 +43,7 @@ class CellTask:
     system: str
     point: dict
     seed: int
-    profile: str
+    profile: Profile  # carried whole, so a worker runs exactly the profile the driver planned
     overrides: dict = field(default_factory=dict)
     threads: int = 1
 
@@ -69,7 +70,7 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     import torch
 
     experiment = experiment or load_experiment(task.experiment_ref)
-    profile = experiment.profile(task.profile)
+    profile = task.profile
     config = experiment.config_for(profile, task.point, task.overrides)
     cell: dict[str, Any] = {
         "schema": CELL_SCHEMA,
@@ -88,7 +89,10 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
             seed_everything(task.seed)
             system = experiment.systems[task.system](config)
             metrics = experiment.run(system, config, profile, task.seed, progress or TqdmProgress(False))
-        cell["metrics"] = _checked_metrics(experiment, metrics)
+        cell["metrics"], cell["nonfinite"] = _checked_metrics(experiment, metrics)
+    except NotApplicable as reason:
+        cell["status"] = "n/a"
+        cell["error"] = str(reason)
     except Exception as exc:  # one failing cell must not stop the others
         cell["status"] = "error"
         cell["error"] = f"{type(exc).__name__}: {exc}"
@@ -100,16 +104,24 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     return cell
 
 
-def _checked_metrics(experiment: Experiment, metrics: Mapping[str, Any]) -> dict[str, float | None]:
+def _checked_metrics(
+    experiment: Experiment, metrics: Mapping[str, Any]
+) -> tuple[dict[str, float | None], list]:
+    """Metric values as floats; a non-finite value is stored as None and its name reported."""
     declared = {m.name for m in experiment.metrics}
     unknown = sorted(set(metrics) - declared)
     if unknown:
         raise ValueError(f"run returned undeclared metrics {unknown}; declared: {sorted(declared)}")
     values: dict[str, float | None] = {}
+    nonfinite = []
     for name, value in metrics.items():
         number = float(value)
-        values[name] = number if number == number and abs(number) != float("inf") else None
-    return values
+        if math.isfinite(number):
+            values[name] = number
+        else:
+            values[name] = None
+            nonfinite.append(name)
+    return values, nonfinite
 
 
 def plan_cells(
@@ -122,7 +134,7 @@ def plan_cells(
 ) -> list[CellTask]:
     """Every cell of the profile, in a fixed order (grid point, system, seed)."""
     return [
-        CellTask(experiment_ref, system, point, seed, profile.name, dict(overrides), threads)
+        CellTask(experiment_ref, system, point, seed, profile, dict(overrides), threads)
         for point in profile.points()
         for system in experiment.system_names(profile)
         for seed in range(seeds)
@@ -137,18 +149,33 @@ def _saved_cell(path: Path, expected_hash: str) -> dict | None:
         cell = read_cell(path)
     except ResultsFileError:
         return None
-    if cell["config_hash"] != expected_hash or cell["status"] != "ok":
+    if cell["config_hash"] != expected_hash or cell["status"] not in ("ok", "n/a"):
         return None
     return cell
 
 
 def _execute_local(
-    tasks: list[CellTask], experiment: Experiment, on_done: Callable[[CellTask, dict], None], desc: str
+    tasks: list[CellTask],
+    experiment: Experiment,
+    on_done: Callable[[CellTask, dict], None],
+    desc: str,
+    jobs: int,
 ) -> None:
+    """Run cells in this process (``jobs=1``) or in a pool of ``jobs`` worker processes."""
     progress = TqdmProgress()
-    iterator: Iterable[CellTask] = progress.loop(tasks, total=len(tasks), desc=desc)
-    for task in iterator:
-        on_done(task, execute_cell(task, experiment, progress))
+    if jobs <= 1 or len(tasks) <= 1:
+        iterator: Iterable[CellTask] = progress.loop(tasks, total=len(tasks), desc=desc)
+        for task in iterator:
+            on_done(task, execute_cell(task, experiment, progress))
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn, not fork: forking a process that has started torch's thread pools can deadlock.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(execute_cell, task): task for task in tasks}
+        for future in progress.loop(as_completed(futures), total=len(futures), desc=desc):
+            on_done(futures[future], future.result())
 
 
 def _execute_ray(tasks: list[CellTask], on_done: Callable[[CellTask, dict], None]) -> None:
@@ -180,9 +207,12 @@ def run_experiment(
     force: bool = False,
     executor: str = "local",
     threads: int = 1,
+    jobs: int = 1,
 ) -> dict:
     """Run every cell of ``profile`` (resuming), then aggregate and save ``out_dir/result.json``.
 
+    ``jobs`` worker processes run cells side by side for the local executor; every cell runs on
+    ``threads`` torch threads whatever the executor, so the numbers do not depend on either.
     Raises ``ValueError`` for a bad profile, seed count, executor or override before any cell runs.
     """
     if executor not in EXECUTORS:
@@ -191,6 +221,8 @@ def run_experiment(
     n_seeds = chosen.seeds if seeds is None else seeds
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValueError(f"seeds must be a positive integer, got {n_seeds!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     overrides = dict(overrides or {})
     base_config = experiment.config_for(chosen, {}, overrides)  # validates --set before any work
     for point in chosen.points():
@@ -218,7 +250,7 @@ def run_experiment(
     if executor == "ray":
         _execute_ray(pending, save)
     else:
-        _execute_local(pending, experiment, save, desc=experiment.slug)
+        _execute_local(pending, experiment, save, desc=experiment.slug, jobs=jobs)
     ordered = [cells[task.cell_id] for task in tasks]
     result = aggregate(experiment, chosen, ordered, base_config, n_seeds)
     result["run_info"].update(
@@ -226,6 +258,7 @@ def run_experiment(
         wall_s=time.perf_counter() - clock,
         executor=executor,
         resumed_cells=len(tasks) - len(pending),
+        jobs=jobs if executor == "local" else None,
         overrides=overrides,
     )
     result["meta_info"] = meta_info()
@@ -258,7 +291,7 @@ def aggregate(
     errors = [
         f"{c['system']} {point_key(c['point'])} seed {c['seed']}: {c['error']}"
         for c in cells
-        if c["status"] != "ok"
+        if c["status"] == "error"
     ]
     return {
         "schema": RESULT_SCHEMA,

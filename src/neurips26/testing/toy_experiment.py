@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import param
 
 
@@ -22,6 +22,7 @@ class ToyConfig:
     n_samples: int = param(200, "ours: enough for the median to win clearly")
     outlier_fraction: float = param(0.1, "ours: contamination that breaks the mean")
     fail_system: str = param("", "ours: a system name that raises, to test error capture")
+    skip_system: str = param("", "ours: a system name that does not apply, to test n/a cells")
 
     def __post_init__(self) -> None:
         if self.n_samples < 3:
@@ -44,6 +45,8 @@ def _estimator(name: str) -> Any:
 
 
 def _run(system: Any, config: ToyConfig, profile: Profile, seed: int, progress: Progress) -> dict[str, float]:
+    if config.skip_system and system.__name__ == config.skip_system:
+        raise NotApplicable(f"{config.skip_system} does not apply here")
     if config.fail_system and system.__name__ == config.fail_system:
         raise RuntimeError(f"asked to fail for {config.fail_system}")
     rng = np.random.default_rng(seed)
