@@ -124,7 +124,9 @@ class _Recorder:
         name = f"v{self.counter}"
         self.names[id(tensor)] = name
         self.keep.append(tensor)
-        self.graph.add_value(name, tensor.shape, dtype_name(tensor.dtype), "temp")
+        value = self.graph.add_value(name, tensor.shape, dtype_name(tensor.dtype), "temp")
+        if tensor.layout == torch.strided:
+            value.stride = tuple(tensor.stride())
         return name
 
     def record(self, func: Any, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
@@ -262,6 +264,7 @@ def trace_program(
     example_inputs: Sequence[Any],
     device: str = "meta",
     cpu_trace_cap_bytes: int = 2**30,
+    state_override: Mapping[str, torch.Tensor] | None = None,
 ) -> Trace:
     """Trace ``program(*example_inputs)`` op by op on ``device`` (``meta`` by default, ``cpu`` for
     data-dependent programs) and return the IR graph with per-op counts.
@@ -290,7 +293,7 @@ def trace_program(
             )
     inputs = tree_map(move, tuple(example_inputs))
     state = (
-        {k: v.detach().to(device) for k, v in module_state(program).items()}
+        {k: v.detach().to(device) for k, v in (state_override or module_state(program)).items()}
         if isinstance(program, torch.nn.Module)
         else {}
     )
@@ -305,10 +308,10 @@ def trace_program(
         with torch.no_grad(), _FunctionKeeper(recorder), _DispatchRecorder(recorder):
             result = call_program(program, inputs, state)
     except (NotImplementedError, RuntimeError) as exc:
-        if device == "meta" and ("meta" in str(exc) or "data-dependent" in str(exc) or "item" in str(exc)):
+        if device == "meta":
             raise ValueError(
-                "the program needs concrete values (a data-dependent op such as .item(), nonzero or "
-                f"routing ran on meta tensors: {str(exc).splitlines()[0]}); call analyze(..., "
+                "the program cannot run on meta tensors (a data-dependent op such as .item(), nonzero or "
+                f"routing, or code that needs a real device: {str(exc).splitlines()[0]}); call analyze(..., "
                 "trace_device='cpu') with real inputs under the size cap, or register a rule that annotates "
                 "the op's cost"
             ) from exc

@@ -74,6 +74,7 @@ class Value:
     shape: tuple[int, ...]
     dtype: str
     role: str = "temp"
+    stride: tuple[int, ...] | None = None  # the traced layout; IR-computed values are laid out the same
 
     @property
     def numel(self) -> int:
@@ -377,10 +378,35 @@ def execute_graph(graph: IRGraph, feeds: Mapping[str, torch.Tensor]) -> list[tor
     for node in graph.nodes:
         result = node.execute(env)
         if isinstance(node, EinsumNode):
-            env[node.output] = result
+            env[node.output] = _as_traced_layout(result, graph.values.get(node.output))
             continue
+        ours = not isinstance(node.func, torch._ops.OpOverload)  # our own python epilogues, softmax, ...
         flat = list(result) if isinstance(result, (list, tuple)) else [result]
         for name, tensor in zip(node.outputs, flat, strict=False):
             if name is not None:
-                env[name] = tensor
+                env[name] = _as_traced_layout(tensor, graph.values.get(name)) if ours else tensor
     return [env[name] for name in graph.outputs]
+
+
+def _as_traced_layout(tensor: Any, value: Value | None) -> Any:
+    """Lay an IR-computed tensor out with the traced strides, so later view ops replay as in the program."""
+    if value is None or value.stride is None or not isinstance(tensor, torch.Tensor):
+        return tensor
+    if tuple(tensor.shape) != value.shape or tuple(tensor.stride()) == value.stride:
+        return tensor
+    if not _is_dense(value.shape, value.stride):
+        return tensor
+    out = torch.empty_strided(value.shape, value.stride, dtype=tensor.dtype)
+    return out.copy_(tensor)
+
+
+def _is_dense(shape: Sequence[int], stride: Sequence[int]) -> bool:
+    """True for a non-overlapping, dense layout (a permutation of a contiguous one)."""
+    expected = 1
+    for size, st in sorted(zip(shape, stride, strict=True), key=lambda p: p[1]):
+        if size == 1:
+            continue
+        if st != expected:
+            return False
+        expected *= size
+    return True

@@ -82,13 +82,16 @@ class OpCall:
             return x
 
         inputs = [self.value_of(t) for t in tensors_in(self.args, self.kwargs)]
+        kwargs = {k: to_ref(v) for k, v in self.kwargs.items()}
+        if isinstance(kwargs.get("device"), torch.device) and kwargs["device"].type == "meta":
+            kwargs["device"] = torch.device("cpu")  # creation ops traced on meta execute on CPU in the IR
         return ReplayNode(
             self.node_name(),
             self.op,
             kind,
             self.func,
             to_ref(self.args),
-            {k: to_ref(v) for k, v in self.kwargs.items()},
+            kwargs,
             list(self.output_names),
             inputs,
         )

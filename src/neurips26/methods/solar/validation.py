@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from neurips26.methods.solar.frontend_torch import Trace, call_program, module_state
+from neurips26.methods.solar.frontend_torch import Trace, call_program, module_state, trace_program
 from neurips26.methods.solar.ir import EinsumNode, execute_graph
 
 _TOLERANCE = {
@@ -85,10 +85,41 @@ def _feeds(
             if name in trace.graph.weights:
                 feeds[name] = value
     for name, tensor in trace.constants.items():
+        if tensor.device.type == "meta" and tensor.numel() == 0:  # e.g. an empty KV cache: no values needed
+            feeds[name] = torch.empty(tensor.shape, dtype=tensor.dtype)
+            continue
         if tensor.device.type == "meta":
             raise _Skip(f"constant {name} lives on meta; its values are unknown")
         feeds[name] = tensor.detach().cpu()
     return new_leaves, spec, state, feeds
+
+
+def _cpu_retrace(
+    program: Callable[..., Any], example_inputs: Sequence[Any], trace: Trace, seed: int
+) -> Trace:
+    """Re-trace on CPU with the gate's random values when the meta trace holds meta constants (tensors the
+    program built outside the dispatcher, e.g. ``torch.tensor(-inf, device=x.device)``). The CPU trace must
+    match the meta trace op for op (same ops, same MACs) for its validation to carry over."""
+    generator = torch.Generator().manual_seed(seed)
+    leaves, spec = tree_flatten(tuple(example_inputs))
+    cpu_leaves = [_random_like(x, generator) if isinstance(x, torch.Tensor) else x for x in leaves]
+    state = None
+    if isinstance(program, torch.nn.Module):
+        params = {n for n, _ in program.named_parameters()}
+        state = {
+            n: (
+                _random_like(t, generator, positive=n not in params)
+                if t.device.type == "meta"
+                else t.detach().cpu()
+            )
+            for n, t in module_state(program).items()
+        }
+    cpu = trace_program(program, tree_unflatten(cpu_leaves, spec), device="cpu", state_override=state)
+    if [(o.op, o.macs) for o in cpu.ops if o.macs] != [(o.op, o.macs) for o in trace.ops if o.macs]:
+        raise _Skip(
+            "the CPU re-trace's contractions differ from the meta trace's; validation would not carry over"
+        )
+    return cpu
 
 
 def _gathered_elements(node: EinsumNode) -> int:
@@ -136,7 +167,12 @@ def validate_trace(
             "instance to validate the lowering",
             checked_mac_fraction=fraction,
         )
+    retraced = ""
     try:
+        if any(t.device.type == "meta" and t.numel() for t in trace.constants.values()):
+            trace = _cpu_retrace(program, example_inputs, trace, seed)
+            graph = trace.graph
+            retraced = " (on a CPU re-trace with the same contractions as the meta trace)"
         leaves, spec, state, feeds = _feeds(program, example_inputs, trace, seed)
     except _Skip as exc:
         return Validation(False, f"not executed: {exc}", checked_mac_fraction=fraction)
@@ -195,7 +231,7 @@ def validate_trace(
             worst, worst_tol = error, tol
     return Validation(
         True,
-        "IR outputs match the program on random inputs",
+        "IR outputs match the program on random inputs" + retraced,
         worst,
         worst_tol,
         fraction,
