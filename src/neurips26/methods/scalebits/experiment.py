@@ -121,9 +121,8 @@ def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
 def _zoo_task() -> LanguageTask | None:
     """The zoo's trained tiny-llama and its token splits, or None when the zoo or checkpoint is missing."""
     try:
-        from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
-
         from neurips26.zoo import load
+        from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
 
         model, tokenizer = load("tiny-llama")
         train = torch.from_numpy(load_corpus_tokens(tokenizer, "train", None).haystack.ids).long()
