@@ -185,6 +185,46 @@ def test_exact_greedy_lowers_the_least_sensitive_tile_first() -> None:
     assert trace.snapshots[target][0].tolist() == [3, 2, 3]
 
 
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), steps_down=st.integers(0, 12))
+def test_exact_greedy_equals_brute_force_knapsack_on_convex_costs(seed: int, steps_down: int) -> None:
+    # 6 equal tiles, bits {2, 3, 4}; loss of tile t at width b is convex in b, so greedy is optimal
+    import itertools
+
+    generator = torch.Generator().manual_seed(seed)
+    first, second = torch.rand(6, generator=generator), torch.rand(6, generator=generator)
+    loss = {4: torch.zeros(6), 3: first, 2: 2 * first + second}  # increments first <= first + second
+    tile, group, n_weights = (4, 8), 4, 6 * 32
+    fixed = 16 * n_weights // group
+    target = (fixed + 6 * 160 - 40 * steps_down) / n_weights
+
+    def deltas(allocation: list[torch.Tensor]) -> list[torch.Tensor]:
+        bits = allocation[0]
+        now = torch.stack([loss[int(b)][i] for i, b in enumerate(bits)])
+        low = torch.stack([loss[max(int(b) - 1, 2)][i] for i, b in enumerate(bits)])
+        return [low - now]
+
+    trace = batched_greedy(
+        [6],
+        (2, 3, 4),
+        [target],
+        deltas,
+        tile=tile,
+        group_size=group,
+        fixed_bits=fixed,
+        n_weights=n_weights,
+        fraction=1e-9,
+    )
+    greedy_bits = trace.snapshots[target][0]
+    greedy_loss = sum(float(loss[int(b)][i]) for i, b in enumerate(greedy_bits))
+    best = min(
+        sum(float(loss[b][i]) for i, b in enumerate(combo))
+        for combo in itertools.product((2, 3, 4), repeat=6)
+        if fixed + 40 * sum(combo) <= math.floor(target * n_weights + 1e-6)
+    )
+    assert greedy_loss == pytest.approx(best, abs=1e-6)
+
+
 # --- model level: folding, degenerate equivalence, quantize_ ------------------------------------------
 
 
