@@ -32,7 +32,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     tokens = torch.randint(0, 256, (4, 32), generator=torch.Generator().manual_seed(0))
-    print("| width | tiles | batched rounds | batched s | batched loss | exact rounds | exact s | exact loss")
+    print(
+        "| width | tiles | batched rounds | batched s | batched loss | exact rounds | exact s | exact loss |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for width in args.widths:
         model = tiny_llama(hidden_size=width, intermediate_size=2 * width, num_heads=4, num_kv_heads=2)
