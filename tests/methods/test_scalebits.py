@@ -291,6 +291,23 @@ def test_allocate_bits_yields_a_monotone_curve_for_several_budgets(llama, tokens
         assert torch.equal(layer.weight, llama.get_submodule(name).weight)
 
 
+def test_explainer_heatmap_and_drift(llama, tokens, tmp_path: Path) -> None:
+    from neurips26.methods.scalebits.explain import layer_average_bits, plot_bit_heatmaps, sensitivity_drift
+
+    model = copy.deepcopy(llama)
+    config = ScaleBitsConfig(avg_bits=3.0, tile=TILE, group_size=GROUP, fraction=0.25, reorder="none")
+    allocation = allocate_bits(model, tokens, [3.0], config).allocation(3.0)
+    averages = layer_average_bits(allocation)
+    assert set(averages) == set(allocation) and all(2 <= v <= 4 for v in averages.values())
+    shapes = {name: tuple(model.get_submodule(name).weight.shape) for name in allocation}
+    path = plot_bit_heatmaps(allocation, shapes, TILE, tmp_path / "bits.png")
+    assert path.stat().st_size > 1000
+    drift = sensitivity_drift(model, tokens, config, allocation)
+    assert -1.0 <= drift <= 1.0
+    for name, layer in select_linears(model, config.filter_fn).items():
+        assert torch.equal(layer.weight, llama.get_submodule(name).weight)
+
+
 # --- bad input ------------------------------------------------------------------------------------------
 
 

@@ -24,13 +24,10 @@ from neurips26.methods.scalebits.config import ScaleBitsConfig, ScaleBitsExperim
 from neurips26.methods.scalebits.core import SCALE_BITS, index_bits, tile_variable_bits
 from neurips26.methods.scalebits.integration import (
     ModelAllocation,
-    allocate_bits,
     apply_allocation,
-    calibration_statistics,
-    element_sensitivity,
-    fold_reordering,
     packed_report,
     quantize_,
+    reorder_and_allocate,
     select_linears,
 )
 
@@ -189,23 +186,8 @@ def progressive_run(
         task.train_ids, config.calibration_sequences, config.sequence_length, seed
     )
     model = copy.deepcopy(task.model)
-    qconfig = _scalebits_config(config, recipe, max(targets))
-    linears = select_linears(model, qconfig.filter_fn)
-    statistics = None
-    if recipe.reorder == "folded" or recipe.sensitivity == "static":
-        statistics = calibration_statistics(model, linears, calibration, qconfig.micro_batch)
-    if recipe.reorder == "folded":
-        sensitivity = {
-            name: element_sensitivity(
-                layer.weight.detach(), statistics[name][1], min(config.bits), config.group_size
-            )
-            for name, layer in linears.items()
-        }
-        fold_reordering(model, linears, sensitivity)
-        if recipe.sensitivity == "static":
-            statistics = calibration_statistics(model, linears, calibration, qconfig.micro_batch)
-    allocation = allocate_bits(
-        model, calibration, targets, qconfig, linears, statistics if recipe.sensitivity == "static" else None
+    allocation, _ = reorder_and_allocate(
+        model, calibration, targets, _scalebits_config(config, recipe, max(targets))
     )
     _ALLOCATIONS[key] = (allocation, model, time.perf_counter() - start)
     return _ALLOCATIONS[key]

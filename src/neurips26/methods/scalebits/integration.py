@@ -364,32 +364,36 @@ def packed_report(
     )
 
 
-@register_quantize_handler(ScaleBitsConfig)
-def _quantize_scalebits(
-    model: nn.Module, config: ScaleBitsConfig, *, calibration: torch.Tensor
-) -> QuantizationReport:
-    """Reorder (folded), allocate with the batched greedy, then pack every selected linear."""
+def reorder_and_allocate(
+    model: nn.Module, calibration: torch.Tensor, targets: Sequence[float], config: ScaleBitsConfig
+) -> tuple[ModelAllocation, list[FoldedPermutation]]:
+    """The whole search on ``model`` (reordered in place when ``config.reorder == "folded"``).
+
+    1. full-precision statistics -> element sensitivities -> exact folded permutations;
+    2. one progressive (batched greedy) run that snapshots every target.
+    """
     linears = select_linears(model, config.filter_fn)
     folds: list[FoldedPermutation] = []
     statistics = None
-    if config.reorder == "folded" or config.sensitivity == "static":
-        statistics = calibration_statistics(model, linears, calibration, config.micro_batch)
     if config.reorder == "folded":
+        statistics = calibration_statistics(model, linears, calibration, config.micro_batch)
         low = min(config.bits)
         sensitivity = {
             name: element_sensitivity(layer.weight.detach(), statistics[name][1], low, config.group_size)
             for name, layer in linears.items()
         }
         folds = fold_reordering(model, linears, sensitivity)
-        statistics = calibration_statistics(model, linears, calibration, config.micro_batch)
-    allocation = allocate_bits(
-        model,
-        calibration,
-        [config.avg_bits],
-        config,
-        linears,
-        statistics if config.sensitivity == "static" else None,
-    )
+        statistics = None  # the permuted model needs fresh statistics
+    allocation = allocate_bits(model, calibration, targets, config, linears, statistics)
+    return allocation, folds
+
+
+@register_quantize_handler(ScaleBitsConfig)
+def _quantize_scalebits(
+    model: nn.Module, config: ScaleBitsConfig, *, calibration: torch.Tensor
+) -> QuantizationReport:
+    """Reorder (folded), allocate with the batched greedy, then pack every selected linear."""
+    allocation, folds = reorder_and_allocate(model, calibration, [config.avg_bits], config)
     packed = apply_allocation(
         model, allocation.allocation(config.avg_bits), config.bits, config.tile, config.group_size
     )
