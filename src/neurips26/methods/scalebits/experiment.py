@@ -106,7 +106,7 @@ def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
     if key in _TASKS:
         return _TASKS[key]
     start = time.perf_counter()
-    task = _zoo_task()
+    task = _zoo_task(config)
     if task is None:
         train_ids, heldout_ids = _stdlib_bytes(TRAIN_MODULES), _stdlib_bytes(HELDOUT_MODULES)
         model = train_fallback_llama(config, train_ids)
@@ -115,8 +115,10 @@ def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
     return task
 
 
-def _zoo_task() -> LanguageTask | None:
-    """The zoo's trained tiny-llama and its token splits, or None when the zoo or checkpoint is missing."""
+def _zoo_task(config: ScaleBitsExperimentConfig) -> LanguageTask | None:
+    """The zoo's trained tiny-llama and its token splits, or None when the zoo or checkpoint is missing or
+    when ``config.tile`` does not divide its linear weights (we do not pad: e.g. an intermediate size of
+    688 = 16 x 43 needs a zoo model with a multiple of 64 such as 704)."""
     try:
         from neurips26.zoo import load
         from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
@@ -126,6 +128,10 @@ def _zoo_task() -> LanguageTask | None:
         heldout = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids).long()
     except Exception:
         return None
+    for layer in select_linears(model, ScaleBitsConfig().filter_fn).values():
+        rows, cols = layer.weight.shape
+        if rows % config.tile[0] or cols % config.tile[1]:
+            return None
     return LanguageTask(model.eval(), train, heldout, "zoo", 0.0)
 
 
