@@ -308,6 +308,26 @@ def test_explainer_heatmap_and_drift(llama, tokens, tmp_path: Path) -> None:
         assert torch.equal(layer.weight, llama.get_submodule(name).weight)
 
 
+def test_padding_covers_weights_that_tiles_do_not_divide(tokens) -> None:
+    from neurips26.methods.scalebits.core import pad_to_tiles
+
+    weight = torch.randn(20, 40, generator=torch.Generator().manual_seed(5))
+    with pytest.raises(ValueError, match="pad=True"):
+        ScaleBitsLinear.from_weight(weight, torch.tensor([3, 3, 3, 3]), (2, 3, 4), (16, 32), 16)
+    layer = ScaleBitsLinear.from_weight(weight, torch.tensor([2, 3, 4, 3]), (2, 3, 4), (16, 32), 16, pad=True)
+    padded = pad_to_tiles(weight, (16, 32))
+    assert padded.shape == (32, 64) and torch.equal(padded[:20, :40], weight)
+    element_bits = torch.tensor([[2, 3], [4, 3]]).repeat_interleave(16, 0).repeat_interleave(32, 1)
+    assert torch.equal(layer.dequantize(), fake_quantize(padded, element_bits, 16)[:20, :40])
+    assert layer.ledger().n_weights == 800 and layer.ledger().nbytes == layer.packed_nbytes()
+    model = tiny_llama(hidden_size=32, intermediate_size=48, num_layers=1, num_heads=2, num_kv_heads=1)
+    config = ScaleBitsConfig(avg_bits=3.2, tile=TILE, group_size=GROUP, fraction=0.25, pad=True)
+    report = quantize_(model, config, calibration=tokens)
+    assert report.bits_per_weight <= 3.2
+    with torch.no_grad():
+        assert torch.isfinite(model(tokens).logits).all()
+
+
 # --- bad input ------------------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ Not done (time): uniform GPTQ (llm-compressor / GPTQModel adapter), HQQ, layer-w
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,13 @@ import torch
 from torch import nn
 
 from neurips26.methods.scalebits.config import default_filter
-from neurips26.methods.scalebits.core import SCALE_BITS, index_bits, random_allocation
+from neurips26.methods.scalebits.core import (
+    SCALE_BITS,
+    check_tiling,
+    index_bits,
+    padded_shape,
+    random_allocation,
+)
 from neurips26.methods.scalebits.integration import (
     QuantizationReport,
     apply_allocation,
@@ -35,6 +42,7 @@ class UniformRTNConfig:
     bits: int = 4
     tile: tuple[int, int] = (32, 64)
     group_size: int = 64
+    pad: bool = False
     filter_fn: Any = field(default=default_filter, compare=False)
 
     def __post_init__(self) -> None:
@@ -49,7 +57,7 @@ def _quantize_rtn(model: nn.Module, config: UniformRTNConfig) -> QuantizationRep
         name: uniform_tile_bits(tuple(layer.weight.shape), config.tile, config.bits)
         for name, layer in linears.items()
     }
-    packed = apply_allocation(model, allocation, (config.bits,), config.tile, config.group_size)
+    packed = apply_allocation(model, allocation, (config.bits,), config.tile, config.group_size, config.pad)
     return packed_report(packed, [], None)
 
 
@@ -60,14 +68,18 @@ def quantize_random(
     tile: tuple[int, int],
     group_size: int,
     seed: int,
+    pad: bool = False,
 ) -> QuantizationReport:
     """Random tile allocation hitting ``avg_bits`` (metadata included), then packing."""
     linears = select_linears(model, default_filter)
     names = list(linears)
-    tile_counts = [linears[n].weight.numel() // (tile[0] * tile[1]) for n in names]
+    shapes = {n: padded_shape(tuple(linears[n].weight.shape), tile) for n in names}
+    for name in names:
+        check_tiling(name, tuple(linears[name].weight.shape), tile, group_size, pad)
+    tile_counts = [math.prod(shapes[n]) // (tile[0] * tile[1]) for n in names]
     n_weights = sum(linears[n].weight.numel() for n in names)
     fixed = sum(
-        SCALE_BITS * linears[n].weight.numel() // group_size + c * index_bits(len(bit_set))
+        SCALE_BITS * math.prod(shapes[n]) // group_size + c * index_bits(len(bit_set))
         for n, c in zip(names, tile_counts, strict=True)
     )
     generator = torch.Generator().manual_seed(seed)
@@ -81,5 +93,5 @@ def quantize_random(
         n_weights=n_weights,
         generator=generator,
     )
-    packed = apply_allocation(model, dict(zip(names, bits, strict=True)), bit_set, tile, group_size)
+    packed = apply_allocation(model, dict(zip(names, bits, strict=True)), bit_set, tile, group_size, pad)
     return packed_report(packed, [], None)

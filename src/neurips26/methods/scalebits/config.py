@@ -52,6 +52,7 @@ class ScaleBitsConfig:
     reorder: str = param("folded", "paper: bi-directional reordering, folded where exact (no overhead)")
     fraction: float = param(0.05, "ours: 5% of the tiles lowered per round (design note, Sec. 2.1)")
     micro_batch: int = param(4, "ours: sequences per gradient sample of the empirical Fisher")
+    pad: bool = param(False, "ours: a tile that does not divide a weight is an error unless pad=True")
     filter_fn: Callable[[Any, str], bool] = field(default=default_filter, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +74,8 @@ class ScaleBitsConfig:
         _check_positive_int("micro_batch", self.micro_batch)
         if self.tile[1] % self.group_size:
             raise ValueError(f"group_size={self.group_size} must divide the tile's columns {self.tile[1]}")
+        if not isinstance(self.pad, bool):
+            raise TypeError(f"pad must be a bool, got {self.pad!r}")
         check_choice("sensitivity", self.sensitivity, SENSITIVITIES)
         check_choice("reorder", self.reorder, REORDERINGS)
         if not 0 < self.fraction <= 1:
@@ -96,6 +99,7 @@ class ScaleBitsExperimentConfig:
     micro_batch: int = param(4, "ours: see ScaleBitsConfig")
     fallback_steps: int = param(300, "ours: in-process tiny Llama when the zoo checkpoint is missing")
     fallback_hidden: int = param(128, "ours: d=128, 2 layers, vocab 256 (bytes)")
+    pad: bool = param(True, "ours: the zoo model's intermediate size 688 is not a multiple of 64")
 
     def __post_init__(self) -> None:
         ScaleBitsConfig(

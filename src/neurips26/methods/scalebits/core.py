@@ -20,17 +20,42 @@ SCALE_BITS = 16  # float16 scale per group
 _MIN_SCALE = 1e-6  # a constant group still gets a finite, representable scale
 
 
-def check_tiling(name: str, shape: tuple[int, int], tile: tuple[int, int], group_size: int) -> None:
-    """Raise ValueError unless ``tile`` divides ``shape`` and ``group_size`` divides the tile's columns."""
+def check_tiling(
+    name: str, shape: tuple[int, int], tile: tuple[int, int], group_size: int, pad: bool = False
+) -> None:
+    """Raise ValueError unless ``tile`` divides ``shape`` (or ``pad``) and ``group_size`` divides the
+    tile's columns."""
     rows, cols = shape
     tile_rows, tile_cols = tile
-    if rows % tile_rows or cols % tile_cols:
+    if not pad and (rows % tile_rows or cols % tile_cols):
         raise ValueError(
             f"tile={tile} must divide the weight shape {shape} of {name!r}; pick a tile whose rows divide "
-            f"{rows} and whose columns divide {cols} (we do not pad)"
+            f"{rows} and whose columns divide {cols}, or set pad=True"
         )
     if tile_cols % group_size:
         raise ValueError(f"group_size={group_size} must divide the tile's columns {tile_cols}")
+
+
+def padded_shape(shape: tuple[int, int], tile: tuple[int, int]) -> tuple[int, int]:
+    """The shape rounded up to whole tiles."""
+    return (-(-shape[0] // tile[0]) * tile[0], -(-shape[1] // tile[1]) * tile[1])
+
+
+def pad_to_tiles(x: torch.Tensor, tile: tuple[int, int], zero: bool = False) -> torch.Tensor:
+    """Pad ``(R, C)`` up to whole tiles by repeating the last row / column (or with zeros for gradients).
+
+    Repeating edge values keeps every partially padded group's min and max, so the real weights quantize
+    exactly as they would without padding.
+    """
+    rows, cols = padded_shape(tuple(x.shape), tile)
+    extra_rows, extra_cols = rows - x.shape[0], cols - x.shape[1]
+    if extra_cols:
+        edge = torch.zeros_like(x[:, -1:]) if zero else x[:, -1:]
+        x = torch.cat([x, edge.expand(-1, extra_cols)], dim=1)
+    if extra_rows:
+        edge = torch.zeros_like(x[-1:]) if zero else x[-1:]
+        x = torch.cat([x, edge.expand(extra_rows, -1)], dim=0)
+    return x
 
 
 def to_tiles(x: torch.Tensor, tile: tuple[int, int]) -> torch.Tensor:
@@ -162,8 +187,12 @@ def layer_ledger(
     bit_set: Sequence[int],
     tile_bits: torch.Tensor,
     permutation_length: int = 0,
+    n_weights: int | None = None,
 ) -> BitLedger:
-    """The exact ledger of one layer stored in the ScaleBITS packed format."""
+    """The exact ledger of one layer stored in the ScaleBITS packed format.
+
+    ``shape`` is the stored (padded) shape; ``n_weights`` the real weight count (default: all of it).
+    """
     rows, cols = shape
     tile_elements = tile[0] * tile[1]
     tile_groups = tile[0] * tile[1] // group_size
@@ -175,7 +204,7 @@ def layer_ledger(
     streams["scales"] = SCALE_BITS * rows * cols // group_size
     streams["tile_ids"] = tile_bits.numel() * index_bits(len(bit_set))
     streams["permutation"] = permutation_length * index_bits(permutation_length)
-    return BitLedger(rows * cols, streams)
+    return BitLedger(n_weights if n_weights is not None else rows * cols, streams)
 
 
 def tile_variable_bits(bits: torch.Tensor, tile: tuple[int, int], group_size: int) -> torch.Tensor:

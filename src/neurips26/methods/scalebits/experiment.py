@@ -21,7 +21,7 @@ from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable,
 from neurips26.core.config import config_hash
 from neurips26.methods.scalebits.baselines import UniformRTNConfig, quantize_random
 from neurips26.methods.scalebits.config import ScaleBitsConfig, ScaleBitsExperimentConfig
-from neurips26.methods.scalebits.core import SCALE_BITS, index_bits, tile_variable_bits
+from neurips26.methods.scalebits.core import SCALE_BITS, index_bits, padded_shape, tile_variable_bits
 from neurips26.methods.scalebits.integration import (
     ModelAllocation,
     apply_allocation,
@@ -117,8 +117,8 @@ def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
 
 def _zoo_task(config: ScaleBitsExperimentConfig) -> LanguageTask | None:
     """The zoo's trained tiny-llama and its token splits, or None when the zoo or checkpoint is missing or
-    when ``config.tile`` does not divide its linear weights (we do not pad: e.g. an intermediate size of
-    688 = 16 x 43 needs a zoo model with a multiple of 64 such as 704)."""
+    when ``config.tile`` does not divide its linear weights and ``config.pad`` is off (the zoo spec's
+    intermediate size 688 = 16 x 43 needs padding)."""
     try:
         from neurips26.zoo import load
         from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
@@ -130,7 +130,7 @@ def _zoo_task(config: ScaleBitsExperimentConfig) -> LanguageTask | None:
         return None
     for layer in select_linears(model, ScaleBitsConfig().filter_fn).values():
         rows, cols = layer.weight.shape
-        if rows % config.tile[0] or cols % config.tile[1]:
+        if not config.pad and (rows % config.tile[0] or cols % config.tile[1]):
             return None
     return LanguageTask(model.eval(), train, heldout, "zoo", 0.0)
 
@@ -172,6 +172,7 @@ def _scalebits_config(config: ScaleBitsExperimentConfig, recipe: Recipe, target:
         reorder=recipe.reorder,
         fraction=config.fraction,
         micro_batch=config.micro_batch,
+        pad=config.pad,
     )
 
 
@@ -206,8 +207,8 @@ def uniform_bits_within(config: ScaleBitsExperimentConfig, linears: dict, target
     fitting = []
     for bits in config.bits:
         used = sum(
-            SCALE_BITS * layer.weight.numel() // config.group_size
-            + layer.weight.numel()
+            SCALE_BITS * math.prod(padded_shape(tuple(layer.weight.shape), config.tile)) // config.group_size
+            + math.prod(padded_shape(tuple(layer.weight.shape), config.tile))
             // tile_elements
             * (int(tile_variable_bits(torch.tensor(bits), config.tile, config.group_size)) + index_bits(1))
             for layer in linears.values()
@@ -228,7 +229,12 @@ def run(
         allocation, reordered, seconds = progressive_run(recipe, config, task, targets, seed)
         model = copy.deepcopy(reordered)
         packed = apply_allocation(
-            model, allocation.allocation(config.avg_bits), config.bits, config.tile, config.group_size
+            model,
+            allocation.allocation(config.avg_bits),
+            config.bits,
+            config.tile,
+            config.group_size,
+            config.pad,
         )
         report = packed_report(packed, [], allocation.trace)
         rounds = allocation.trace.rounds
@@ -242,11 +248,12 @@ def run(
                     f"no uniform bit-width in {config.bits} fits {config.avg_bits} bits/weight"
                 )
             report = quantize_(
-                model, UniformRTNConfig(bits=bits, tile=config.tile, group_size=config.group_size)
+                model,
+                UniformRTNConfig(bits=bits, tile=config.tile, group_size=config.group_size, pad=config.pad),
             )
         else:
             report = quantize_random(
-                model, config.avg_bits, config.bits, config.tile, config.group_size, seed
+                model, config.avg_bits, config.bits, config.tile, config.group_size, seed, config.pad
             )
         seconds, rounds = time.perf_counter() - start, 0
     metrics = evaluate(model, task.model, task.heldout_ids, config)

@@ -17,6 +17,8 @@ from neurips26.methods.scalebits.core import (
     dynamic_tile_sensitivity,
     fake_quantize,
     lower_bits,
+    pad_to_tiles,
+    padded_shape,
     select_fake,
     static_tile_sensitivity,
 )
@@ -43,7 +45,8 @@ def plot_bit_heatmaps(
     low = min(int(b.min()) for b in tile_bits.values())
     high = max(int(b.max()) for b in tile_bits.values())
     for axis, (name, bits) in zip(axes.flat, tile_bits.items(), strict=False):
-        grid = bits.reshape(shapes[name][0] // tile[0], shapes[name][1] // tile[1])
+        stored = padded_shape(shapes[name], tile)
+        grid = bits.reshape(stored[0] // tile[0], stored[1] // tile[1])
         image = axis.imshow(grid.numpy(), vmin=low, vmax=high, cmap="viridis")
         axis.set_title(
             name.replace("model.layers.", "L").replace("self_attn.", "").replace("mlp.", ""), fontsize=7
@@ -71,27 +74,39 @@ def sensitivity_drift(
     """Spearman rank correlation, over the tiles that can still be lowered, between the static and the
     dynamic sensitivity at the allocation ``tile_bits`` (1.0: no drift). The model is left unchanged."""
     linears = select_linears(model, config.filter_fn)
-    weights = {name: layer.weight.detach().clone() for name, layer in linears.items()}
+    originals = {name: layer.weight.detach().clone() for name, layer in linears.items()}
+    weights = {name: pad_to_tiles(w, config.tile) for name, w in originals.items()}
     fake = {n: {b: fake_quantize(w, b, config.group_size) for b in config.bits} for n, w in weights.items()}
     static = calibration_statistics(model, linears, calibration, config.micro_batch)
     try:
         with torch.no_grad():
             for name in linears:
-                linears[name].weight.copy_(select_fake(fake[name], tile_bits[name], config.tile))
+                rows, cols = originals[name].shape
+                linears[name].weight.copy_(
+                    select_fake(fake[name], tile_bits[name], config.tile)[:rows, :cols]
+                )
         dynamic = calibration_statistics(model, linears, calibration, config.micro_batch)
     finally:
         with torch.no_grad():
             for name, layer in linears.items():
-                layer.weight.copy_(weights[name])
+                layer.weight.copy_(originals[name])
     static_deltas, dynamic_deltas, movable = [], [], []
+    padded = {
+        key: {
+            name: tuple(pad_to_tiles(x, config.tile, zero=True) for x in pair) for name, pair in stats.items()
+        }
+        for key, stats in (("static", static), ("dynamic", dynamic))
+    }
     for name in linears:
         bits = tile_bits[name]
         lowered = lower_bits(config.bits, bits)
         static_deltas.append(
-            static_tile_sensitivity(weights[name], fake[name], bits, lowered, *static[name], config.tile)
+            static_tile_sensitivity(
+                weights[name], fake[name], bits, lowered, *padded["static"][name], config.tile
+            )
         )
         dynamic_deltas.append(
-            dynamic_tile_sensitivity(fake[name], bits, lowered, *dynamic[name], config.tile)
+            dynamic_tile_sensitivity(fake[name], bits, lowered, *padded["dynamic"][name], config.tile)
         )
         movable.append(lowered < bits)
     mask = torch.cat(movable)

@@ -27,6 +27,8 @@ from neurips26.methods.scalebits.core import (
     fake_quantize,
     index_bits,
     lower_bits,
+    pad_to_tiles,
+    padded_shape,
     representable_range,
     select_fake,
     static_tile_sensitivity,
@@ -122,7 +124,9 @@ def element_sensitivity(
     weight: torch.Tensor, fisher: torch.Tensor, low_bits: int, group_size: int
 ) -> torch.Tensor:
     """``s_ij = F_ij (Q_low(W)_ij - W_ij)^2``: the loss cost of the lowest bit-width per weight."""
-    return fisher * (fake_quantize(weight, low_bits, group_size) - weight) ** 2
+    padded = pad_to_tiles(weight, (1, group_size))  # whole groups when the weight needs padding
+    error = fake_quantize(padded, low_bits, group_size)[:, : weight.shape[1]] - weight
+    return fisher * error**2
 
 
 @dataclass(frozen=True)
@@ -242,15 +246,16 @@ def allocate_bits(
     """
     linears = linears if linears is not None else select_linears(model, config.filter_fn)
     for name, layer in linears.items():
-        check_tiling(name, tuple(layer.weight.shape), config.tile, config.group_size)
-    weights = {name: layer.weight.detach().clone() for name, layer in linears.items()}
+        check_tiling(name, tuple(layer.weight.shape), config.tile, config.group_size, config.pad)
+    originals = {name: layer.weight.detach().clone() for name, layer in linears.items()}
+    weights = {name: pad_to_tiles(w, config.tile) for name, w in originals.items()}  # stored shapes
     fake = {
         name: {b: fake_quantize(w, b, config.group_size) for b in config.bits} for name, w in weights.items()
     }
     names = list(linears)
     tile_elements = config.tile[0] * config.tile[1]
     tile_counts = [weights[n].numel() // tile_elements for n in names]
-    n_weights = sum(w.numel() for w in weights.values())
+    n_weights = sum(w.numel() for w in originals.values())
     fixed_bits = sum(
         SCALE_BITS * weights[n].numel() // config.group_size + count * index_bits(len(config.bits))
         for n, count in zip(names, tile_counts, strict=True)
@@ -276,11 +281,12 @@ def allocate_bits(
         else:
             with torch.no_grad():
                 for name, bits in zip(names, allocation, strict=True):
-                    linears[name].weight.copy_(select_fake(fake[name], bits, config.tile))
+                    rows, cols = originals[name].shape
+                    linears[name].weight.copy_(select_fake(fake[name], bits, config.tile)[:rows, :cols])
             stats = calibration_statistics(model, linears, calibration, config.micro_batch)
         deltas = []
         for name, bits in zip(names, allocation, strict=True):
-            grad, fisher = stats[name]
+            grad, fisher = (pad_to_tiles(x, config.tile, zero=True) for x in stats[name])
             lowered = lower_bits(config.bits, bits)
             if config.sensitivity == "static":
                 delta = static_tile_sensitivity(
@@ -306,7 +312,7 @@ def allocate_bits(
     finally:
         with torch.no_grad():
             for name, layer in linears.items():
-                layer.weight.copy_(weights[name])
+                layer.weight.copy_(originals[name])
     trace.snapshots = {t_in: trace.snapshots[t] for t_in, t in zip(requested, targets, strict=True)}
     return ModelAllocation(names, trace, config.bits, config.tile, config.group_size, n_weights, fixed_bits)
 
@@ -317,13 +323,14 @@ def apply_allocation(
     bit_set: Sequence[int],
     tile: tuple[int, int],
     group_size: int,
+    pad: bool = False,
 ) -> dict[str, ScaleBitsLinear]:
     """Replace each named ``nn.Linear`` by a packed :class:`ScaleBitsLinear` with its tile bit-widths."""
     packed = {}
     for name, tile_bits in allocation.items():
         layer = model.get_submodule(name)
         packed[name] = ScaleBitsLinear.from_weight(
-            layer.weight, tile_bits, tuple(bit_set), tile, group_size, layer.bias
+            layer.weight, tile_bits, tuple(bit_set), tile, group_size, layer.bias, pad
         )
         replace_module(model, name, packed[name])
     return packed
@@ -395,11 +402,11 @@ def _quantize_scalebits(
     """Reorder (folded), allocate with the batched greedy, then pack every selected linear."""
     allocation, folds = reorder_and_allocate(model, calibration, [config.avg_bits], config)
     packed = apply_allocation(
-        model, allocation.allocation(config.avg_bits), config.bits, config.tile, config.group_size
+        model, allocation.allocation(config.avg_bits), config.bits, config.tile, config.group_size, config.pad
     )
     return packed_report(packed, folds, allocation.trace)
 
 
 def uniform_tile_bits(shape: tuple[int, int], tile: tuple[int, int], bits: int) -> torch.Tensor:
-    """Every tile at the same width (round-to-nearest at ``bits``)."""
-    return torch.full((math.prod(shape) // (tile[0] * tile[1]),), bits, dtype=torch.long)
+    """Every tile at the same width (round-to-nearest at ``bits``); partial tiles count as whole."""
+    return torch.full((math.prod(padded_shape(shape, tile)) // (tile[0] * tile[1]),), bits, dtype=torch.long)

@@ -29,6 +29,8 @@ from neurips26.methods.scalebits.core import (
     index_bits,
     layer_ledger,
     pack_bits,
+    pad_to_tiles,
+    padded_shape,
     quantize_groups,
     to_tiles,
     unpack_bits,
@@ -55,6 +57,7 @@ class ScaleBitsLinear(nn.Module):
         self.in_features, self.out_features = in_features, out_features
         self.bit_set, self.tile, self.group_size = tuple(bit_set), tuple(tile), group_size
         self.tile_counts = dict(tile_counts)
+        self.stored_shape = padded_shape((out_features, in_features), tile)
         self.bias: nn.Parameter | None = None
 
     @classmethod
@@ -66,15 +69,22 @@ class ScaleBitsLinear(nn.Module):
         tile: tuple[int, int],
         group_size: int,
         bias: torch.Tensor | None = None,
+        pad: bool = False,
     ) -> ScaleBitsLinear:
-        """Quantize ``weight (R, C)`` with the per-tile bit-widths ``tile_bits (n_tiles,)`` and pack it."""
+        """Quantize ``weight (R, C)`` with the per-tile bit-widths ``tile_bits (n_tiles,)`` and pack it.
+
+        With ``pad=True`` a weight that whole tiles do not cover is padded (edge values repeated) and the
+        padding is stored and counted in the ledger; the output is cropped back to ``(R, C)``.
+        """
         rows, cols = weight.shape
-        check_tiling("weight", (rows, cols), tile, group_size)
+        check_tiling("weight", (rows, cols), tile, group_size, pad)
+        stored = padded_shape((rows, cols), tile)
         tile_bits = tile_bits.long().reshape(-1)
-        element_bits = expand_tile_values(tile_bits, (rows, cols), tile)
-        codes, scales, zeros = quantize_groups(weight.detach(), element_bits, group_size)
+        element_bits = expand_tile_values(tile_bits, stored, tile)
+        codes, scales, zeros = quantize_groups(pad_to_tiles(weight.detach(), tile), element_bits, group_size)
         counts = {b: int((tile_bits == b).sum()) for b in bit_set}
         layer = cls(cols, rows, bit_set, tile, group_size, counts)
+        layer.stored_shape = stored
         bit_index = torch.searchsorted(torch.tensor(bit_set), tile_bits)
         layer.register_buffer("tile_ids", pack_bits(bit_index, index_bits(len(bit_set))))
         code_tiles = to_tiles(codes, tile)
@@ -113,7 +123,8 @@ class ScaleBitsLinear(nn.Module):
                 scale_tiles[mask],
                 zeros.reshape(count, tile_rows, groups_per_row),
             )
-        return from_tiles(weight_tiles, (self.out_features, self.in_features))
+        full = from_tiles(weight_tiles, self.stored_shape)
+        return full[: self.out_features, : self.in_features]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = self.dequantize().to(x.dtype)
@@ -122,11 +133,12 @@ class ScaleBitsLinear(nn.Module):
     def ledger(self) -> BitLedger:
         """Every stored bit of this layer's weight, per stream (bias excluded)."""
         return layer_ledger(
-            (self.out_features, self.in_features),
+            self.stored_shape,
             self.tile,
             self.group_size,
             self.bit_set,
             self.tile_bits(),
+            n_weights=self.out_features * self.in_features,
         )
 
     def packed_nbytes(self) -> int:
