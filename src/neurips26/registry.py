@@ -146,6 +146,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "for additive and non-additive hybrids.",
         extras=("sciml",),
         experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT",
+        estimate_s=300,
     ),
     _M(
         "semanticdialect",
@@ -212,6 +213,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "analyze()",
         "Derived SOL bounds cover the programs exactly and are never violated by measurements.",
         extras=("sol",),
+        experiment="neurips26.methods.solar.experiment:EXPERIMENT",
+        estimate_s=60,
     ),
     _M(
         "solexecbench",
@@ -237,4 +240,6 @@ def get_spec(slug: str) -> MethodSpec:
 
 # Extra subcommands some methods ship: name -> (module with add_arguments(parser) and main(args), help).
 # The modules must import lazily (no torch at import) so `neurips26 --help` stays instant.
-TOOLS: dict[str, tuple[str, str]] = {}
+TOOLS: dict[str, tuple[str, str]] = {
+    "solar": ("neurips26.methods.solar.cli", "speed-of-light bounds: analyze, calibrate, hardware"),
+}
