@@ -34,6 +34,7 @@ __all__ = [
     "default_alpha",
     "householder_matrix",
     "latlon_to_xyz",
+    "real_harmonics",
     "sh_block_size",
     "sh_reflectors",
     "validate_xyz",
@@ -145,15 +146,25 @@ def sh_block_size(degree: int) -> int:
     return (degree + 1) ** 2
 
 
-def sh_reflectors(xyz: Tensor, degree: int, weight_logits: Tensor) -> Tensor:
-    """'sh' reflector map, eq. (2): u_b = [sqrt(w_b0) Y_0, ..., sqrt(w_bL) Y_L], w_b = softmax(logits_b).
+def real_harmonics(xyz: Tensor, degree: int) -> Tensor:
+    """Real spherical harmonics Y_0..Y_L of unit vectors ``(..., 3)`` -> ``(..., (L+1)^2)`` (e3nn, 'norm').
 
-    Real spherical harmonics come from e3nn (``normalization='norm'``: ||Y_l(p)|| = 1 for every l), so
-    ||u_b|| = sum_l w_bl = 1. ``xyz`` ``(..., N, 3)``, ``weight_logits`` ``(nb, L + 1)`` -> ``(..., N, nb, (L+1)^2)``.
+    In e3nn's ``'norm'`` normalisation each degree's vector has unit length: ||Y_l(p)|| = 1.
     """
     from e3nn import o3
 
-    harmonics = o3.spherical_harmonics(list(range(degree + 1)), xyz, normalize=False, normalization="norm")
+    return o3.spherical_harmonics(list(range(degree + 1)), xyz, normalize=False, normalization="norm")
+
+
+def sh_reflectors(xyz: Tensor, degree: int, weight_logits: Tensor, harmonics: Tensor | None = None) -> Tensor:
+    """'sh' reflector map, eq. (2): u_b = [sqrt(w_b0) Y_0, ..., sqrt(w_bL) Y_L], w_b = softmax(logits_b).
+
+    Since ||Y_l(p)|| = 1 for every l, ||u_b|| = sum_l w_bl = 1. ``xyz`` ``(..., N, 3)``, ``weight_logits``
+    ``(nb, L + 1)`` -> ``(..., N, nb, (L+1)^2)``. ``harmonics`` may pass ``real_harmonics(xyz, degree)``
+    precomputed (positions rarely change between calls).
+    """
+    if harmonics is None:
+        harmonics = real_harmonics(xyz, degree)
     weights = torch.softmax(weight_logits, dim=-1)  # (nb, L + 1)
     repeats = torch.tensor([2 * ell + 1 for ell in range(degree + 1)], device=xyz.device)
     scale = weights.sqrt().repeat_interleave(repeats, dim=-1).to(xyz.dtype)  # (nb, (L+1)^2)

@@ -20,6 +20,7 @@ from neurips26.methods.sprepe.core import (
     apply_householder,
     default_alpha,
     latlon_to_xyz,
+    real_harmonics,
     sh_block_size,
     sh_reflectors,
     validate_xyz,
@@ -200,10 +201,25 @@ class SpRePE(SphericalPositionEmbedding):
     def reflectors(self, xyz: Tensor) -> Tensor:
         """Unit reflectors u_b(p) for positions ``(..., N, 3)`` -> ``(..., N, num_blocks, block_size)``."""
         if self.mode == "sh":
-            return sh_reflectors(xyz, self.degree, self.degree_logits)
+            return sh_reflectors(xyz, self.degree, self.degree_logits, self.cached_harmonics(xyz))
         alpha = self.alpha if self.include_constant else None
         u = xyz_reflectors(xyz, alpha)
         return u.expand(*u.shape[:-2], self.num_blocks, u.shape[-1])
+
+    def cached_harmonics(self, xyz: Tensor) -> Tensor:
+        """Y_l(xyz), reused while the *same* position tensor comes back unchanged (a ViT's fixed token grid).
+
+        The cache is keyed on tensor identity and its in-place version counter, never on addresses, and
+        is skipped when positions require gradients.
+        """
+        if xyz.requires_grad:
+            return real_harmonics(xyz, self.degree)
+        cached = getattr(self, "_harmonics_cache", None)
+        if cached is not None and cached[0] is xyz and cached[1] == xyz._version:
+            return cached[2]
+        harmonics = real_harmonics(xyz, self.degree)
+        self._harmonics_cache = (xyz, xyz._version, harmonics)
+        return harmonics
 
     def encode(self, x: Tensor, xyz: Tensor) -> Tensor:
         """Reflect queries or keys ``x`` ``(..., N, head_dim)`` at positions ``xyz`` ``(N, 3)`` or ``(B, N, 3)``."""
