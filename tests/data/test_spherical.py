@@ -20,7 +20,9 @@ def test_placement_rotation_carries_the_pole_to_the_centre() -> None:
     phi, lam = np.deg2rad(lat), np.deg2rad(lon)
     centres = np.stack((np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)), -1)
     np.testing.assert_allclose(rot @ np.array([0.0, 0.0, 1.0]), centres, atol=1e-12)
-    np.testing.assert_allclose(rot @ rot.transpose(0, 2, 1), np.broadcast_to(np.eye(3), (3, 3, 3)), atol=1e-12)
+    np.testing.assert_allclose(
+        rot @ rot.transpose(0, 2, 1), np.broadcast_to(np.eye(3), (3, 3, 3)), atol=1e-12
+    )
 
 
 def test_uniform_placements_have_uniform_centres() -> None:
@@ -33,7 +35,9 @@ def test_uniform_placements_have_uniform_centres() -> None:
 def test_projection_keeps_the_digit_at_its_centre_and_inside_its_cap() -> None:
     image = np.ones((1, 8, 8), dtype=np.float32)
     lat_grid, lon_grid = equiangular_grid(32, 64)
-    out = project_to_sphere(image, placement_rotations(np.array([0.0]), np.array([0.0]), np.array([0.0])), 32, 64, 30.0)
+    out = project_to_sphere(
+        image, placement_rotations(np.array([0.0]), np.array([0.0]), np.array([0.0])), 32, 64, 30.0
+    )
     lat, lon = np.meshgrid(lat_grid, lon_grid, indexing="ij")
     mass = out[0] > 0.5
     assert mass.any()

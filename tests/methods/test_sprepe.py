@@ -11,8 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import eval_legendre
 from scipy.spatial.transform import Rotation
+from scipy.special import eval_legendre
 
 from neurips26.methods.sprepe import (
     AxialRoPE,
@@ -106,7 +106,12 @@ def test_logit_expansion_eq1_holds() -> None:
     p, r = unit(rng, 1), unit(rng, 1)
     q, k = torch.from_numpy(rng.standard_normal((1, 16))), torch.from_numpy(rng.standard_normal((1, 16)))
     ui, uj = pe.reflectors(p)[0, 0], pe.reflectors(r)[0, 0]
-    expected = q @ k.T - 2 * (q @ ui) * (ui @ k.T) - 2 * (q @ uj) * (uj @ k.T) + 4 * (q @ ui) * (ui @ uj) * (uj @ k.T)
+    expected = (
+        q @ k.T
+        - 2 * (q @ ui) * (ui @ k.T)
+        - 2 * (q @ uj) * (uj @ k.T)
+        + 4 * (q @ ui) * (ui @ uj) * (uj @ k.T)
+    )
     torch.testing.assert_close(pe.encode(q, p) @ pe.encode(k, r).T, expected.reshape(1, 1))
 
 
@@ -156,7 +161,9 @@ def test_fixed_reflector_reduces_to_plain_attention(mode: str) -> None:
     copy_weights(plain, attention)
     x = torch.randn(3, 10, 32)
     lat, lon = torch.full((10,), 37.0), torch.full((10,), -120.0)
-    torch.testing.assert_close(attention(x, lat, lon), plain(x, latlon_to_xyz(lat, lon)), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        attention(x, lat, lon), plain(x, latlon_to_xyz(lat, lon)), atol=1e-5, rtol=1e-5
+    )
 
 
 def naive_attention(module: PositionalSelfAttention, x: torch.Tensor, xyz: torch.Tensor) -> torch.Tensor:
@@ -247,22 +254,52 @@ def test_gradients_reach_the_reflector_parameters() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.tensor([0.0, 91, 0]),
-                             torch.zeros(3)), r"lat must lie in \[-90, 90\]"),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3),
-                             torch.tensor([0.0, float("nan"), 0])), "lon contains non-finite"),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.tensor([0.0, float("inf"), 0]),
-                             torch.zeros(3)), "lat contains non-finite"),
-        (lambda pe: pe.apply(torch.randn(1, 4, 16), torch.randn(1, 4, 16), torch.zeros(3), torch.zeros(3)),
-         "q has 4 tokens"),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 8), torch.zeros(3), torch.zeros(3)),
-         "k has last dimension 8"),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(2)),
-         "lat and lon must have the same shape"),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), xyz=torch.ones(3, 3)),
-         "xyz must hold unit vectors"),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(3),
-                             xyz=torch.eye(3)), "not both"),
+        (
+            lambda pe: pe.apply(
+                torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.tensor([0.0, 91, 0]), torch.zeros(3)
+            ),
+            r"lat must lie in \[-90, 90\]",
+        ),
+        (
+            lambda pe: pe.apply(
+                torch.randn(1, 3, 16),
+                torch.randn(1, 3, 16),
+                torch.zeros(3),
+                torch.tensor([0.0, float("nan"), 0]),
+            ),
+            "lon contains non-finite",
+        ),
+        (
+            lambda pe: pe.apply(
+                torch.randn(1, 3, 16),
+                torch.randn(1, 3, 16),
+                torch.tensor([0.0, float("inf"), 0]),
+                torch.zeros(3),
+            ),
+            "lat contains non-finite",
+        ),
+        (
+            lambda pe: pe.apply(torch.randn(1, 4, 16), torch.randn(1, 4, 16), torch.zeros(3), torch.zeros(3)),
+            "q has 4 tokens",
+        ),
+        (
+            lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 8), torch.zeros(3), torch.zeros(3)),
+            "k has last dimension 8",
+        ),
+        (
+            lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(2)),
+            "lat and lon must have the same shape",
+        ),
+        (
+            lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), xyz=torch.ones(3, 3)),
+            "xyz must hold unit vectors",
+        ),
+        (
+            lambda pe: pe.apply(
+                torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(3), xyz=torch.eye(3)
+            ),
+            "not both",
+        ),
         (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16)), "positions missing"),
         (lambda pe: pe.encode(torch.randn(2, 2, 3, 16), torch.eye(3).expand(5, 3, 3)), "batch size 5"),
     ],
@@ -288,8 +325,13 @@ def test_incompatible_head_dim_and_options_raise() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
-    [("split", "X/Y", "split='X/Y' is not allowed"), ("patch_width", 5, "must divide the grid"),
-     ("n_train", 1700, "exceeds"), ("max_spin_deg", 200.0, "max_spin_deg"), ("depth", 0, "depth=0")],
+    [
+        ("split", "X/Y", "split='X/Y' is not allowed"),
+        ("patch_width", 5, "must divide the grid"),
+        ("n_train", 1700, "exceeds"),
+        ("max_spin_deg", 200.0, "max_spin_deg"),
+        ("depth", 0, "depth=0"),
+    ],
 )
 def test_config_rejects_bad_values(key: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -300,27 +342,106 @@ def test_config_rejects_bad_values(key: str, value: object, message: str) -> Non
 
 GRID = patch_centres(32, 64, 4, 8)
 KIT_EXPECTATIONS = {
-    "sprepe_sh": (lambda: SpRePE(16, "sh"), dict(seam_continuous=True, pole_regular=True,
-                  antipode_distinguishing=True, relative_rotation_invariant=True, norm_preserving=True)),
-    "sprepe_xyz": (lambda: SpRePE(16, "xyz"), dict(seam_continuous=True, pole_regular=True,
-                   antipode_distinguishing=True, relative_rotation_invariant=True, norm_preserving=True)),
-    "sprepe_xyz_no_constant": (lambda: SpRePE(15, "xyz", include_constant=False), dict(
-        seam_continuous=True, pole_regular=True, antipode_distinguishing=False, relative_rotation_invariant=True,
-        norm_preserving=True)),
-    "none": (lambda: NoPositionEmbedding(16), dict(seam_continuous=True, pole_regular=True,
-             antipode_distinguishing=False, relative_rotation_invariant=True, norm_preserving=None)),
-    "learned_ape": (lambda: LearnedAbsolutePE(16, GRID), dict(seam_continuous=False, pole_regular=False,
-                    antipode_distinguishing=True, relative_rotation_invariant=False, norm_preserving=None)),
-    "latlon_sincos": (lambda: LatLonSinusoidalPE(16), dict(seam_continuous=False, pole_regular=False,
-                      antipode_distinguishing=True, relative_rotation_invariant=False, norm_preserving=None)),
-    "sh_ape": (lambda: SphericalHarmonicPE(16), dict(seam_continuous=True, pole_regular=True,
-               antipode_distinguishing=True, relative_rotation_invariant=True, norm_preserving=None)),
-    "axial_rope": (lambda: AxialRoPE(16), dict(seam_continuous=True, pole_regular=False,
-                   antipode_distinguishing=True, relative_rotation_invariant=False, norm_preserving=True)),
-    "euler_rope": (lambda: EulerSphericalRoPE(16), dict(seam_continuous=True, pole_regular=False,
-                   antipode_distinguishing=True, relative_rotation_invariant=False, norm_preserving=True)),
-    "geodesic_bias": (lambda: GeodesicBiasPE(16, 2), dict(seam_continuous=True, pole_regular=True,
-                      antipode_distinguishing=True, relative_rotation_invariant=True, norm_preserving=None)),
+    "sprepe_sh": (
+        lambda: SpRePE(16, "sh"),
+        dict(
+            seam_continuous=True,
+            pole_regular=True,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=True,
+            norm_preserving=True,
+        ),
+    ),
+    "sprepe_xyz": (
+        lambda: SpRePE(16, "xyz"),
+        dict(
+            seam_continuous=True,
+            pole_regular=True,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=True,
+            norm_preserving=True,
+        ),
+    ),
+    "sprepe_xyz_no_constant": (
+        lambda: SpRePE(15, "xyz", include_constant=False),
+        dict(
+            seam_continuous=True,
+            pole_regular=True,
+            antipode_distinguishing=False,
+            relative_rotation_invariant=True,
+            norm_preserving=True,
+        ),
+    ),
+    "none": (
+        lambda: NoPositionEmbedding(16),
+        dict(
+            seam_continuous=True,
+            pole_regular=True,
+            antipode_distinguishing=False,
+            relative_rotation_invariant=True,
+            norm_preserving=None,
+        ),
+    ),
+    "learned_ape": (
+        lambda: LearnedAbsolutePE(16, GRID),
+        dict(
+            seam_continuous=False,
+            pole_regular=False,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=False,
+            norm_preserving=None,
+        ),
+    ),
+    "latlon_sincos": (
+        lambda: LatLonSinusoidalPE(16),
+        dict(
+            seam_continuous=False,
+            pole_regular=False,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=False,
+            norm_preserving=None,
+        ),
+    ),
+    "sh_ape": (
+        lambda: SphericalHarmonicPE(16),
+        dict(
+            seam_continuous=True,
+            pole_regular=True,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=True,
+            norm_preserving=None,
+        ),
+    ),
+    "axial_rope": (
+        lambda: AxialRoPE(16),
+        dict(
+            seam_continuous=True,
+            pole_regular=False,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=False,
+            norm_preserving=True,
+        ),
+    ),
+    "euler_rope": (
+        lambda: EulerSphericalRoPE(16),
+        dict(
+            seam_continuous=True,
+            pole_regular=False,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=False,
+            norm_preserving=True,
+        ),
+    ),
+    "geodesic_bias": (
+        lambda: GeodesicBiasPE(16, 2),
+        dict(
+            seam_continuous=True,
+            pole_regular=True,
+            antipode_distinguishing=True,
+            relative_rotation_invariant=True,
+            norm_preserving=None,
+        ),
+    ),
 }
 
 
@@ -345,7 +466,9 @@ def test_axial_rope_is_periodic_in_longitude_and_relative_along_a_parallel() -> 
     x = torch.randn(4, 16, dtype=torch.float64)
     lat = torch.full((4,), 20.0, dtype=torch.float64)
     lon = torch.tensor([-170.0, -20.0, 60.0, 175.0], dtype=torch.float64)
-    torch.testing.assert_close(pe.encode(x, latlon_to_xyz(lat, lon)), pe.encode(x, latlon_to_xyz(lat, lon + 360)))
+    torch.testing.assert_close(
+        pe.encode(x, latlon_to_xyz(lat, lon)), pe.encode(x, latlon_to_xyz(lat, lon + 360))
+    )
     q, k = torch.randn(1, 16, dtype=torch.float64), torch.randn(1, 16, dtype=torch.float64)
 
     def logit(a: float, b: float) -> torch.Tensor:

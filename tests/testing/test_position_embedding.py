@@ -6,7 +6,11 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from neurips26.testing.position_embedding import assert_certificate, certify_position_embedding, relative_kernel
+from neurips26.testing.position_embedding import (
+    assert_certificate,
+    certify_position_embedding,
+    relative_kernel,
+)
 
 
 class Additive(nn.Module):
@@ -43,8 +47,13 @@ class Scaling(Additive):
 
 def test_xyz_features_pass_every_check_but_norm_is_not_applicable() -> None:
     cert = certify_position_embedding(Additive(3, lambda p: p))
-    assert cert.verdicts() == dict(seam_continuous=True, pole_regular=True, antipode_distinguishing=True,
-                                   relative_rotation_invariant=True, norm_preserving=None)
+    assert cert.verdicts() == dict(
+        seam_continuous=True,
+        pole_regular=True,
+        antipode_distinguishing=True,
+        relative_rotation_invariant=True,
+        norm_preserving=None,
+    )
 
 
 def test_raw_longitude_feature_breaks_the_seam_and_the_pole() -> None:

@@ -28,7 +28,7 @@ SPLITS = ("R/R", "NR/R")
 
 
 def equiangular_grid(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cell-centre latitudes (north to south, ``(height,)``) and longitudes (from -180, ``(width,)``) in degrees."""
+    """Cell-centre latitudes (north to south) and longitudes (from -180), in degrees."""
     if height < 1 or width < 1:
         raise ValueError(f"grid size must be positive, got height={height}, width={width}")
     lat = 90.0 - (np.arange(height) + 0.5) * 180.0 / height
@@ -68,7 +68,9 @@ def project_to_sphere(
     if not 0.0 < extent_deg < 90.0:
         raise ValueError(f"extent_deg must lie in (0, 90), got {extent_deg}")
     if images.ndim != 3 or rotations.shape != (images.shape[0], 3, 3):
-        raise ValueError(f"images must be (n, h, w) and rotations (n, 3, 3); got {images.shape}, {rotations.shape}")
+        raise ValueError(
+            f"images must be (n, h, w) and rotations (n, 3, 3); got {images.shape}, {rotations.shape}"
+        )
     points = grid_xyz(height, width)  # (H, W, 3)
     local = np.einsum("nji,hwj->nhwi", rotations, points)  # R^T p
     z = local[..., 2]
@@ -112,14 +114,18 @@ def uniform_placements(rng: np.random.Generator, n: int, max_spin_deg: float = 1
     return placement_rotations(lat, rng.uniform(-180.0, 180.0, n), random_spin(rng, n, max_spin_deg))
 
 
-def polar_placements(rng: np.random.Generator, n: int, polar_min_lat: float, max_spin_deg: float) -> np.ndarray:
+def polar_placements(
+    rng: np.random.Generator, n: int, polar_min_lat: float, max_spin_deg: float
+) -> np.ndarray:
     """Centres uniform on the two polar caps |lat| >= polar_min_lat (area-uniform), any spin."""
     sin_lat = rng.uniform(np.sin(np.deg2rad(polar_min_lat)), 1.0, n)
     lat = np.rad2deg(np.arcsin(sin_lat)) * rng.choice([-1.0, 1.0], n)
     return placement_rotations(lat, rng.uniform(-180.0, 180.0, n), random_spin(rng, n, max_spin_deg))
 
 
-def seam_placements(rng: np.random.Generator, n: int, seam_halfwidth: float, max_spin_deg: float) -> np.ndarray:
+def seam_placements(
+    rng: np.random.Generator, n: int, seam_halfwidth: float, max_spin_deg: float
+) -> np.ndarray:
     """Centres within ``seam_halfwidth`` degrees of longitude 180 and |lat| <= 30, any spin."""
     lon = 180.0 + rng.uniform(-seam_halfwidth, seam_halfwidth, n)
     lat = rng.uniform(-30.0, 30.0, n)
@@ -143,7 +149,8 @@ def load_spherical_digits(
 
     ``split="NR/R"`` trains on unrotated digits (centred at lat 0, lon 0, upright); ``"R/R"`` on uniformly
     rotated ones. ``max_spin_deg`` bounds the spin of the digit about its own centre (180: any rotation,
-    i.e. Haar-random SO(3); smaller: digits stay roughly upright w.r.t. the local meridian). Test strata: ``"rotated"`` (uniform), ``"polar"`` and ``"seam"`` (see module docstring).
+    i.e. Haar-random SO(3); smaller: digits stay roughly upright w.r.t. the local meridian).
+    Test strata: ``"rotated"`` (uniform), ``"polar"`` and ``"seam"`` (see module docstring).
     """
     from sklearn.datasets import load_digits
 

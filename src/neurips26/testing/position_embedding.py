@@ -159,7 +159,9 @@ def measure_pole_spread(pe: SphericalPEHooks, q: Tensor, k: Tensor, refs: Tensor
     return worst
 
 
-def measure_antipode_gap(pe: SphericalPEHooks, q: Tensor, k: Tensor, points: Tensor, refs: Tensor, scale: float) -> float:
+def measure_antipode_gap(
+    pe: SphericalPEHooks, q: Tensor, k: Tensor, points: Tensor, refs: Tensor, scale: float
+) -> float:
     return float((score(pe, q, k, points, refs) - score(pe, q, k, -points, refs)).abs().max()) / scale
 
 
@@ -200,7 +202,9 @@ def certify_position_embedding(
         points = random_points(generator, num_points)
         refs = random_points(generator, num_points)
         scale = spread(score(probe, q, k, points, refs))
-        norm_defect = measure_norm_defect(probe, q, points) if getattr(probe, "transforms_qk", False) else None
+        norm_defect = (
+            measure_norm_defect(probe, q, points) if getattr(probe, "transforms_qk", False) else None
+        )
         return PositionEmbeddingCertificate(
             seam_jump=measure_seam_jump(probe, q, k, refs, scale),
             pole_spread=measure_pole_spread(probe, q, k, refs, scale),

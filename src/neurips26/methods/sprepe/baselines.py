@@ -3,18 +3,16 @@
 Every baseline is a :class:`~neurips26.methods.sprepe.integration.SphericalPositionEmbedding`, so it plugs
 into the same attention block and the same test kit. Provenance:
 
-=========================  =====================================================================================
-``NoPositionEmbedding``    re-implemented (trivial)
-``LearnedAbsolutePE``      re-implemented: a learned vector per token of a fixed grid (ViT/ClimaX style)
-``LatLonSinusoidalPE``     re-implemented: transformer sinusoids of latitude and longitude (Cartesian-grid style)
-``SphericalHarmonicPE``    re-implemented with ``scipy.special.sph_harm_y`` -- torch-harmonics 0.9.3 (whose
-                           ``SpectralPositionEmbedding`` this mirrors) requires torch >= 2.14 and would upgrade torch
-``AxialRoPE``              library adapter: ``rotary_embedding_torch`` (lucidrains) frequencies and
-                           ``apply_rotary_emb``, with *integer* longitude frequencies so it is 2 pi periodic
-``EulerSphericalRoPE``     re-implemented: 3-D rotation blocks R_z(f lon) R_y(f lat) (Unlu 2023, "geotokens")
-``GeodesicBiasPE``         re-implemented: a learned per-head bias sum_k c_hk cos(k gamma_ij) of geodesic angle,
-                           materialised as an (H, N, N) ``attn_mask`` (quadratic memory, measured in the benchmark)
-=========================  =====================================================================================
+- ``NoPositionEmbedding``: re-implemented (trivial).
+- ``LearnedAbsolutePE``: re-implemented; a learned vector per token of a fixed grid (ViT/ClimaX style).
+- ``LatLonSinusoidalPE``: re-implemented; sinusoids of latitude and longitude (Cartesian-grid style).
+- ``SphericalHarmonicPE``: re-implemented with ``scipy.special.sph_harm_y``; torch-harmonics 0.9.3 (whose
+  ``SpectralPositionEmbedding`` this mirrors) requires torch >= 2.14 and would upgrade torch.
+- ``AxialRoPE``: library adapter over ``rotary_embedding_torch`` (lucidrains) frequencies and
+  ``apply_rotary_emb``, with *integer* longitude frequencies so it is 2 pi periodic.
+- ``EulerSphericalRoPE``: re-implemented; 3-D rotation blocks R_z(f lon) R_y(-f lat) (Unlu 2023, "geotokens").
+- ``GeodesicBiasPE``: re-implemented; a learned per-head bias sum_k c_hk cos(k gamma_ij) of the geodesic
+  angle, materialised as an (H, N, N) ``attn_mask`` (quadratic memory, measured in the benchmark).
 """
 
 from __future__ import annotations
@@ -89,7 +87,7 @@ class LatLonSinusoidalPE(SphericalPositionEmbedding):
 
 
 def real_spherical_harmonics(xyz: np.ndarray, degree: int) -> np.ndarray:
-    """Orthonormal real spherical harmonics of degrees 0..``degree`` at unit vectors ``(N, 3)`` -> ``(N, (L+1)^2)``.
+    """Orthonormal real spherical harmonics of degrees 0..L at unit vectors ``(N, 3)`` -> ``(N, (L+1)^2)``.
 
     Built from scipy's complex ``sph_harm_y``: Y_lm^real = sqrt(2) (-1)^m Re/Im Y_l^|m| for m > 0 / m < 0.
     """
@@ -121,7 +119,7 @@ class SphericalHarmonicPE(SphericalPositionEmbedding):
     def __init__(self, dim: int) -> None:
         super().__init__()
         self.dim = dim
-        self.degree = int(math.isqrt(dim)) - 1
+        self.degree = math.isqrt(dim) - 1
         if self.degree < 0:
             raise ValueError(f"dim={dim} must be >= 1")
 
@@ -196,7 +194,9 @@ class EulerSphericalRoPE(SphericalPositionEmbedding):
             raise ValueError(f"head_dim={head_dim} must be >= 3 for 3-D rotation blocks")
         self.dim = head_dim
         self.num_blocks = head_dim // 3
-        freqs = np.round(np.geomspace(1.0, max_frequency, self.num_blocks)) if self.num_blocks > 1 else np.ones(1)
+        freqs = (
+            np.round(np.geomspace(1.0, max_frequency, self.num_blocks)) if self.num_blocks > 1 else np.ones(1)
+        )
         self.register_buffer("frequencies", torch.from_numpy(freqs).float())
 
     def rotations(self, xyz: Tensor) -> Tensor:
@@ -216,7 +216,7 @@ class EulerSphericalRoPE(SphericalPositionEmbedding):
 
 
 class GeodesicBiasPE(SphericalPositionEmbedding):
-    """Geodesic relative-position bias: b_h(i, j) = sum_{k=0..K} c_hk cos(k gamma_ij), gamma the geodesic angle.
+    """Geodesic relative-position bias: b_h(i, j) = sum_{k=0..K} c_hk cos(k gamma_ij), gamma geodesic angle.
 
     Exactly rotation invariant and seam/pole regular, but it materialises an ``(H, N, N)`` bias per
     forward pass, i.e. quadratic memory, and forces SDPA off its flash kernels.

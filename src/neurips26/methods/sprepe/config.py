@@ -1,4 +1,4 @@
-"""SpRePE: Spherical Reflection Position Embedding -- the experiment configuration (Task A, spherical digits)."""
+"""SpRePE: Spherical Reflection Position Embedding -- configuration of Task A (spherical digits)."""
 
 from __future__ import annotations
 
@@ -21,21 +21,27 @@ class SpRePEConfig:
     grid_width: int = param(64, source="issue #9: 32x64 equiangular grid")
     patch_height: int = param(4, source="ours: 4x8 patches give 8x8 = 64 tokens, quick on 2 CPU cores")
     patch_width: int = param(8, source="ours: 4x8 patches give 8x8 = 64 tokens, quick on 2 CPU cores")
-    digit_extent_deg: float = param(40.0, source="ours: a digit covers an 80-degree cap, ~14 grid cells across")
+    digit_extent_deg: float = param(
+        40.0, source="ours: a digit covers an 80-degree cap, ~14 grid cells across"
+    )
     polar_min_lat: float = param(60.0, source="research notes sec. 2.3: polar stratum |lat| > 60")
-    seam_halfwidth_deg: float = param(15.0, source="ours: digit centre within 15 degrees of lon 180 straddles it")
+    seam_halfwidth_deg: float = param(
+        15.0, source="ours: digit centre within 15 degrees of lon 180 straddles it"
+    )
     max_spin_deg: float = param(
         180.0, source="issue #9: random SO(3) rotations (180 = Haar); profiles may bound the in-plane spin"
     )
     n_train: int = param(1200, source="ours: two thirds of sklearn's 1,797 digits")
     n_test: int = param(597, source="ours: the remaining third")
     embed_dim: int = param(64, source="research notes sec. 2.3: d = 48-64")
-    depth: int = param(3, source="research notes sec. 2.3: 3-4 layers")
+    depth: int = param(2, source="ours: 2 layers keep the default profile to minutes (notes sec. 2.3: 3-4)")
     num_heads: int = param(2, source="ours: head_dim 32 holds two degree-3 'sh' blocks")
     mlp_ratio: float = param(2.0, source="ours: a small MLP keeps CPU time down")
-    epochs: int = param(8, source="research notes sec. 2.3: about 8 epochs")
+    epochs: int = param(
+        12, source="ours: measured, the tiny ViT needs ~12+ epochs of 1,200 digits to leave chance"
+    )
     batch_size: int = param(64, source="ours")
-    learning_rate: float = param(2e-3, source="ours: AdamW with cosine decay, usual for tiny ViTs")
+    learning_rate: float = param(3e-3, source="ours: AdamW, 10% linear warm-up then cosine decay")
     weight_decay: float = param(0.05, source="ours: usual ViT weight decay")
     sprepe_degree: int = param(3, source="ours: 16-channel 'sh' blocks (degrees 0..3)")
     data_seed: int = param(0, source="ours: one fixed data split; the run seed varies the model")
@@ -43,8 +49,19 @@ class SpRePEConfig:
     def __post_init__(self) -> None:
         if self.split not in _SPLITS:
             raise ValueError(f"split={self.split!r} is not allowed; choose one of {list(_SPLITS)}")
-        for name in ("grid_height", "grid_width", "patch_height", "patch_width", "n_train", "n_test",
-                     "embed_dim", "depth", "num_heads", "epochs", "batch_size"):
+        for name in (
+            "grid_height",
+            "grid_width",
+            "patch_height",
+            "patch_width",
+            "n_train",
+            "n_test",
+            "embed_dim",
+            "depth",
+            "num_heads",
+            "epochs",
+            "batch_size",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
@@ -56,7 +73,9 @@ class SpRePEConfig:
         if self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim={self.embed_dim} must be a multiple of num_heads={self.num_heads}")
         if self.n_train + self.n_test > 1797:
-            raise ValueError(f"n_train + n_test = {self.n_train + self.n_test} exceeds the 1,797 sklearn digits")
+            raise ValueError(
+                f"n_train + n_test = {self.n_train + self.n_test} exceeds the 1,797 sklearn digits"
+            )
         if not 0.0 < self.digit_extent_deg < 90.0:
             raise ValueError(f"digit_extent_deg={self.digit_extent_deg} must lie in (0, 90)")
         if not 0.0 <= self.polar_min_lat < 90.0:

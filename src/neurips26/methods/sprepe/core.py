@@ -52,18 +52,23 @@ def latlon_to_xyz(lat: Tensor, lon: Tensor) -> Tensor:
     lat = torch.as_tensor(lat)
     lon = torch.as_tensor(lon)
     if lat.shape != lon.shape:
-        raise ValueError(f"lat and lon must have the same shape, got lat {tuple(lat.shape)} and lon {tuple(lon.shape)}")
+        raise ValueError(
+            f"lat and lon must have the same shape, got lat {tuple(lat.shape)} and lon {tuple(lon.shape)}"
+        )
     if not torch.is_floating_point(lat):
         lat = lat.to(torch.get_default_dtype())
     if not torch.is_floating_point(lon):
         lon = lon.to(torch.get_default_dtype())
     if not bool(torch.isfinite(lat).all()):
-        raise ValueError("lat contains non-finite values (nan or inf); latitudes must be finite degrees in [-90, 90]")
+        raise ValueError(
+            "lat contains non-finite values (nan or inf); latitudes must be finite degrees in [-90, 90]"
+        )
     if not bool(torch.isfinite(lon).all()):
         raise ValueError("lon contains non-finite values (nan or inf); longitudes must be finite degrees")
     if lat.numel() and (float(lat.min()) < -90.0 or float(lat.max()) > 90.0):
         raise ValueError(
-            f"lat must lie in [-90, 90] degrees, got values in [{float(lat.min()):.4g}, {float(lat.max()):.4g}]"
+            "lat must lie in [-90, 90] degrees, got values in "
+            f"[{float(lat.min()):.4g}, {float(lat.max()):.4g}]"
         )
     phi = torch.deg2rad(lat)
     lam = torch.deg2rad(lon)
@@ -191,5 +196,5 @@ def zonal_kernel(cos_gamma: Tensor, weights: Tensor) -> Tensor:
 
 
 def default_alpha(num_blocks: int) -> Tensor:
-    """Initial angles a_b spread over [pi/6, 5 pi/12]: every block keeps a constant part (antipodes differ)."""
+    """Initial a_b spread over [pi/6, 5 pi/12]: every block keeps a constant part (antipodes differ)."""
     return torch.linspace(math.pi / 6, 5 * math.pi / 12, num_blocks)

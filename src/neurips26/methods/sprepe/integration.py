@@ -36,14 +36,18 @@ __all__ = [
 ]
 
 
-def resolve_positions(lat: Tensor | None = None, lon: Tensor | None = None, xyz: Tensor | None = None) -> Tensor:
+def resolve_positions(
+    lat: Tensor | None = None, lon: Tensor | None = None, xyz: Tensor | None = None
+) -> Tensor:
     """Unit vectors from either ``(lat, lon)`` in degrees or ``xyz``; exactly one form must be given."""
     if xyz is not None:
         if lat is not None or lon is not None:
             raise ValueError("give positions either as lat/lon (degrees) or as xyz unit vectors, not both")
         return validate_xyz(xyz)
     if lat is None or lon is None:
-        raise ValueError("positions missing: pass lat and lon (degrees) or xyz (unit vectors of shape (..., 3))")
+        raise ValueError(
+            "positions missing: pass lat and lon (degrees) or xyz (unit vectors of shape (..., 3))"
+        )
     return latlon_to_xyz(lat, lon)
 
 
@@ -55,11 +59,13 @@ def check_positions_match(x: Tensor, xyz: Tensor, name: str) -> None:
         raise ValueError(f"positions must have shape (N, 3) or (B, N, 3), got {tuple(xyz.shape)}")
     if x.shape[-2] != xyz.shape[-2]:
         raise ValueError(
-            f"{name} has {x.shape[-2]} tokens (shape {tuple(x.shape)}) but {xyz.shape[-2]} positions were given"
+            f"{name} has {x.shape[-2]} tokens (shape {tuple(x.shape)}) "
+            f"but {xyz.shape[-2]} positions were given"
         )
     if xyz.ndim == 3 and (x.ndim < 3 or x.shape[0] != xyz.shape[0]):
         raise ValueError(
-            f"positions have batch size {xyz.shape[0]} (shape {tuple(xyz.shape)}) but {name} has shape {tuple(x.shape)}"
+            f"positions have batch size {xyz.shape[0]} (shape {tuple(xyz.shape)}) "
+            f"but {name} has shape {tuple(x.shape)}"
         )
 
 
@@ -145,11 +151,7 @@ class SpRePE(SphericalPositionEmbedding):
         self.include_constant = include_constant
         self.dim = head_dim
         self.head_dim = head_dim
-        if mode == "sh":
-            block = sh_block_size(degree)
-        else:
-            block = 4 if include_constant else 3
-        self.block_size = block
+        self.block_size = block = self.layout_block_size(mode, degree, include_constant)
         self.num_blocks = self.resolve_num_blocks(head_dim, block, num_blocks)
         if mode == "sh":
             logits = self.initial_degree_logits(self.num_blocks, degree)
@@ -165,15 +167,22 @@ class SpRePE(SphericalPositionEmbedding):
         else:
             self.register_buffer(name, value)
 
+    @staticmethod
+    def layout_block_size(mode: str, degree: int, include_constant: bool) -> int:
+        """Channels per block: (degree + 1)^2 for 'sh'; 4 for 'xyz' (3 without the constant)."""
+        if mode == "sh":
+            return sh_block_size(degree)
+        return 4 if include_constant else 3
+
     def resolve_num_blocks(self, head_dim: int, block: int, num_blocks: int | None) -> int:
         """Blocks per head for this layout; raise when ``head_dim`` cannot hold them."""
         layout = f"mode={self.mode!r}" + (f", degree={self.degree}" if self.mode == "sh" else "")
         if num_blocks is None:
             if head_dim % block != 0:
                 raise ValueError(
-                    f"head_dim={head_dim} is incompatible with the {layout} block layout: blocks have {block} "
-                    f"channels, so head_dim must be a multiple of {block} (or pass num_blocks <= {head_dim // block} "
-                    "to leave the remaining channels unrotated)"
+                    f"head_dim={head_dim} is incompatible with the {layout} block layout: blocks have "
+                    f"{block} channels, so head_dim must be a multiple of {block} (or pass "
+                    f"num_blocks <= {head_dim // block} to leave the remaining channels unrotated)"
                 )
             return head_dim // block
         if isinstance(num_blocks, bool) or not isinstance(num_blocks, int) or num_blocks < 1:
@@ -187,7 +196,7 @@ class SpRePE(SphericalPositionEmbedding):
 
     @staticmethod
     def initial_degree_logits(num_blocks: int, degree: int) -> Tensor:
-        """Blocks start by favouring different degrees (centres spread over 0..L), so they see different scales."""
+        """Blocks start favouring different degrees (centres spread over 0..L): they see different scales."""
         centres = torch.linspace(0.0, float(degree), num_blocks)
         degrees = torch.arange(degree + 1, dtype=torch.float32)
         return -(degrees[None, :] - centres[:, None]).abs()
@@ -222,7 +231,7 @@ class SpRePE(SphericalPositionEmbedding):
         return harmonics
 
     def encode(self, x: Tensor, xyz: Tensor) -> Tensor:
-        """Reflect queries or keys ``x`` ``(..., N, head_dim)`` at positions ``xyz`` ``(N, 3)`` or ``(B, N, 3)``."""
+        """Reflect queries or keys ``(..., N, head_dim)`` at positions ``xyz`` ``(N, 3)`` or ``(B, N, 3)``."""
         if x.shape[-1] != self.head_dim:
             raise ValueError(f"expected last dimension head_dim={self.head_dim}, got shape {tuple(x.shape)}")
         check_positions_match(x, xyz, "x")
@@ -251,8 +260,8 @@ class SpRePE(SphericalPositionEmbedding):
 
     def extra_repr(self) -> str:
         return (
-            f"head_dim={self.head_dim}, mode={self.mode!r}, degree={self.degree}, num_blocks={self.num_blocks}, "
-            f"block_size={self.block_size}"
+            f"head_dim={self.head_dim}, mode={self.mode!r}, degree={self.degree}, "
+            f"num_blocks={self.num_blocks}, block_size={self.block_size}"
         )
 
 
@@ -264,7 +273,9 @@ class PositionalSelfAttention(nn.Module):
     Input ``x`` ``(B, N, dim)``, positions ``xyz`` ``(N, 3)`` or ``(B, N, 3)``; output ``(B, N, dim)``.
     """
 
-    def __init__(self, dim: int, num_heads: int, position_embedding: SphericalPositionEmbedding, qkv_bias: bool = True):
+    def __init__(
+        self, dim: int, num_heads: int, position_embedding: SphericalPositionEmbedding, qkv_bias: bool = True
+    ):
         super().__init__()
         if num_heads < 1 or dim % num_heads != 0:
             raise ValueError(f"dim={dim} must be a positive multiple of num_heads={num_heads}")
@@ -296,7 +307,9 @@ class SpRePEAttention(PositionalSelfAttention):
     Extra keyword arguments (``mode``, ``degree``, ``num_blocks``, ...) go to :class:`SpRePE`.
     """
 
-    def __init__(self, dim: int, num_heads: int, mode: str = "sh", qkv_bias: bool = True, **sprepe_kwargs: object):
+    def __init__(
+        self, dim: int, num_heads: int, mode: str = "sh", qkv_bias: bool = True, **sprepe_kwargs: object
+    ):
         if num_heads < 1 or dim % num_heads != 0:
             raise ValueError(f"dim={dim} must be a positive multiple of num_heads={num_heads}")
         super().__init__(dim, num_heads, SpRePE(dim // num_heads, mode=mode, **sprepe_kwargs), qkv_bias)
