@@ -79,51 +79,148 @@ def _importable(module: str) -> bool:
 
 _M = MethodSpec
 METHODS: tuple[MethodSpec, ...] = (
-    _M("styleroute", "Region routing for diffusion style transfer", "vision", "pipeline hook",
-       "Routing structure- vs style-dominant regions improves the content/style trade-off."),
-    _M("dacs", "DACS: dual alignment for covariate shift in graph domain adaptation", "graph",
-       "PyG trainer", "Aligning both covariate and structure shift beats single-alignment GDA."),
-    _M("sast", "Self-training CLIP with reliability-aware pseudo-labels", "vision", "trainer",
-       "Reliability-aware pseudo-labels make CLIP self-training robust."),
-    _M("spectralkv", "SpectralKV: entropy-guided budgets and spectral coresets for KV caches", "llm",
-       "kvpress press", "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines "
-       "at equal budget.", extras=("llm",)),
-    _M("sprepe", "SpRePE: spherical reflection position embedding", "vision", "nn.Module",
-       "Householder-reflection position encoding beats other PEs for attention on the sphere."),
-    _M("sad", "SAD: decomposition-based programming by example", "code", "synthesizer",
-       "Learning subtask decomposition scales programming-by-example."),
-    _M("snapmla", "SnapMLA: FP8 MLA decoding with RoPE-aware per-token KV quantization", "llm",
-       "cache + attention", "Per-token FP8 latent cache with BF16 RoPE keeps MLA accuracy at FP8 cost.",
-       extras=("llm",)),
-    _M("semfas", "Semantic face anti-spoofing across domains", "vision", "detector",
-       "Semantic guidance improves cross-domain face anti-spoofing."),
-    _M("samhybrid", "Sharpness-aware hybrid model learning for architecture-agnostic parameter "
-       "estimation", "sciml", "torch.optim.Optimizer",
-       "SAM on the ML part lowers the scientific-parameter error of hybrid models versus ERM and L2, "
-       "for additive and non-additive hybrids.", extras=("sciml",),
-       experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT"),
-    _M("semanticdialect", "Semantic dialects: block formats for low-bit video DiTs", "quant",
-       "quantize_", "Semantic-aware block formats preserve DiT video quality at low bit width."),
-    _M("poes", "POES: choosing the evaluation examples of prompt optimizers", "agent", "optimizer hook",
-       "Selecting informative evaluation examples makes prompt optimization cheaper and better."),
-    _M("screensearch", "ScreenSearch: state search for partially observable desktop GUI agents",
-       "agent", "gymnasium Env", "Searching over workflow states beats greedy GUI agents."),
-    _M("scalebits", "ScaleBITS: scalable bit-width search for mixed-precision LLM quantization",
-       "quant", "quantize_", "Dynamic-sensitivity greedy bit allocation beats uniform and static "
-       "mixed precision at equal average bits.", extras=("quant",)),
-    _M("stparopt", "Serial-to-parallel C to CUDA migration", "code", "pipeline",
-       "Observation-aware migration produces more correct, faster CUDA."),
-    _M("star", "STAR: state-aware adapter for TSFM anomaly detection", "ts", "pyod detector",
-       "Conditioning on discrete state variables improves TSFM anomaly detection."),
-    _M("srlmpc", "SRL-MPC: shape-aware navigation in heterogeneous crowds", "control", "gymnasium Env",
-       "Shape-aware MPC navigates crowds more safely and efficiently."),
-    _M("spcacw", "SP-CACW: convergence-aware client weighting for selfish personalization", "fl",
-       "Flower Strategy", "Convergence-aware client weighting benefits every participant."),
-    _M("solar", "SOLAR: validated speed-of-light bounds for deep-learning programs", "sol",
-       "analyze()", "Derived SOL bounds cover the programs exactly and are never violated by "
-       "measurements.", extras=("sol",)),
-    _M("solexecbench", "SOL-ExecBench: kernels scored against the speed of light", "sol", "harness",
-       "Scoring kernels against SOL exposes headroom that speedup scores hide.", extras=("sol",)),
+    _M(
+        "styleroute",
+        "Region routing for diffusion style transfer",
+        "vision",
+        "pipeline hook",
+        "Routing structure- vs style-dominant regions improves the content/style trade-off.",
+    ),
+    _M(
+        "dacs",
+        "DACS: dual alignment for covariate shift in graph domain adaptation",
+        "graph",
+        "PyG trainer",
+        "Aligning both covariate and structure shift beats single-alignment GDA.",
+    ),
+    _M(
+        "sast",
+        "Self-training CLIP with reliability-aware pseudo-labels",
+        "vision",
+        "trainer",
+        "Reliability-aware pseudo-labels make CLIP self-training robust.",
+    ),
+    _M(
+        "spectralkv",
+        "SpectralKV: entropy-guided budgets and spectral coresets for KV caches",
+        "llm",
+        "kvpress press",
+        "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines at equal budget.",
+        extras=("llm",),
+    ),
+    _M(
+        "sprepe",
+        "SpRePE: spherical reflection position embedding",
+        "vision",
+        "nn.Module",
+        "Householder-reflection position encoding beats other PEs for attention on the sphere.",
+    ),
+    _M(
+        "sad",
+        "SAD: decomposition-based programming by example",
+        "code",
+        "synthesizer",
+        "Learning subtask decomposition scales programming-by-example.",
+    ),
+    _M(
+        "snapmla",
+        "SnapMLA: FP8 MLA decoding with RoPE-aware per-token KV quantization",
+        "llm",
+        "cache + attention",
+        "Per-token FP8 latent cache with BF16 RoPE keeps MLA accuracy at FP8 cost.",
+        extras=("llm",),
+    ),
+    _M(
+        "semfas",
+        "Semantic face anti-spoofing across domains",
+        "vision",
+        "detector",
+        "Semantic guidance improves cross-domain face anti-spoofing.",
+    ),
+    _M(
+        "samhybrid",
+        "Sharpness-aware hybrid model learning for architecture-agnostic parameter estimation",
+        "sciml",
+        "torch.optim.Optimizer",
+        "SAM on the ML part lowers the scientific-parameter error of hybrid models versus ERM and L2, "
+        "for additive and non-additive hybrids.",
+        extras=("sciml",),
+        experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT",
+    ),
+    _M(
+        "semanticdialect",
+        "Semantic dialects: block formats for low-bit video DiTs",
+        "quant",
+        "quantize_",
+        "Semantic-aware block formats preserve DiT video quality at low bit width.",
+    ),
+    _M(
+        "poes",
+        "POES: choosing the evaluation examples of prompt optimizers",
+        "agent",
+        "optimizer hook",
+        "Selecting informative evaluation examples makes prompt optimization cheaper and better.",
+    ),
+    _M(
+        "screensearch",
+        "ScreenSearch: state search for partially observable desktop GUI agents",
+        "agent",
+        "gymnasium Env",
+        "Searching over workflow states beats greedy GUI agents.",
+    ),
+    _M(
+        "scalebits",
+        "ScaleBITS: scalable bit-width search for mixed-precision LLM quantization",
+        "quant",
+        "quantize_",
+        "Dynamic-sensitivity greedy bit allocation beats uniform and static "
+        "mixed precision at equal average bits.",
+        extras=("quant",),
+    ),
+    _M(
+        "stparopt",
+        "Serial-to-parallel C to CUDA migration",
+        "code",
+        "pipeline",
+        "Observation-aware migration produces more correct, faster CUDA.",
+    ),
+    _M(
+        "star",
+        "STAR: state-aware adapter for TSFM anomaly detection",
+        "ts",
+        "pyod detector",
+        "Conditioning on discrete state variables improves TSFM anomaly detection.",
+    ),
+    _M(
+        "srlmpc",
+        "SRL-MPC: shape-aware navigation in heterogeneous crowds",
+        "control",
+        "gymnasium Env",
+        "Shape-aware MPC navigates crowds more safely and efficiently.",
+    ),
+    _M(
+        "spcacw",
+        "SP-CACW: convergence-aware client weighting for selfish personalization",
+        "fl",
+        "Flower Strategy",
+        "Convergence-aware client weighting benefits every participant.",
+    ),
+    _M(
+        "solar",
+        "SOLAR: validated speed-of-light bounds for deep-learning programs",
+        "sol",
+        "analyze()",
+        "Derived SOL bounds cover the programs exactly and are never violated by measurements.",
+        extras=("sol",),
+    ),
+    _M(
+        "solexecbench",
+        "SOL-ExecBench: kernels scored against the speed of light",
+        "sol",
+        "harness",
+        "Scoring kernels against SOL exposes headroom that speedup scores hide.",
+        extras=("sol",),
+    ),
 )
 del _M
 
@@ -136,3 +233,8 @@ def get_spec(slug: str) -> MethodSpec:
         if spec.slug == slug:
             return spec
     raise KeyError(f"unknown method {slug!r}; known methods: {', '.join(SLUGS)}")
+
+
+# Extra subcommands some methods ship: name -> (module with add_arguments(parser) and main(args), help).
+# The modules must import lazily (no torch at import) so `neurips26 --help` stays instant.
+TOOLS: dict[str, tuple[str, str]] = {}

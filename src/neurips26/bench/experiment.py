@@ -92,6 +92,11 @@ class Profile:
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
 
 
+class NotApplicable(Exception):
+    """Raised by ``run`` when a system does not apply at a grid point (e.g. an additive-only baseline on a
+    non-additive model). The cell is recorded as ``n/a``, not as an error, and left out of comparisons."""
+
+
 class Progress(Protocol):
     """What a run function may report while it works (a tqdm-like sink; silent in CI)."""
 

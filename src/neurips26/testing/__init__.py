@@ -1,0 +1,7 @@
+"""Reusable checks shipped with the package, for our tests and for users extending the methods."""
+
+from neurips26.testing.contract import check_experiment_contract
+from neurips26.testing.modules import assert_module_basics, tiny_mlp
+from neurips26.testing.skips import requires_package
+
+__all__ = ["assert_module_basics", "check_experiment_contract", "requires_package", "tiny_mlp"]

@@ -1,0 +1,372 @@
+"""The runner: expand an experiment into cells, execute them (resuming), and write ``result.json``.
+
+A cell is (system, grid point, seed). Each finished cell is saved atomically to ``cells/``; a rerun
+skips cells whose saved config hash matches, so a killed run resumes without recomputing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from neurips26.bench.experiment import Experiment, NotApplicable, Profile
+from neurips26.bench.progress import TqdmProgress
+from neurips26.bench.results import (
+    CELL_SCHEMA,
+    RESULT_SCHEMA,
+    ResultsFileError,
+    meta_info,
+    point_key,
+    read_cell,
+)
+from neurips26.bench.stats import check_claim_at, combine_verdicts, summarize
+from neurips26.core.config import config_hash, config_to_dict
+from neurips26.core.files import atomic_write_json
+from neurips26.core.measure import measured
+from neurips26.core.seeding import seed_everything
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """Everything needed to run one cell in any process: the experiment is named, not pickled."""
+
+    experiment_ref: str  # "module:ATTRIBUTE"
+    system: str
+    point: dict
+    seed: int
+    profile: Profile  # carried whole, so a worker runs exactly the profile the driver planned
+    overrides: dict = field(default_factory=dict)
+    threads: int = 1
+
+    @property
+    def cell_id(self) -> str:
+        digest = hashlib.sha256(f"{self.system}|{point_key(self.point)}|{self.seed}".encode()).hexdigest()
+        safe_system = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.system)
+        return f"{safe_system}-{digest[:10]}-s{self.seed}"
+
+
+def load_experiment(ref: str) -> Experiment:
+    """Import ``module:ATTRIBUTE`` and check it is an ``Experiment``."""
+    import importlib
+
+    module_name, _, attribute = ref.partition(":")
+    experiment = getattr(importlib.import_module(module_name), attribute or "EXPERIMENT")
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"{ref} is a {type(experiment).__name__}, not an Experiment")
+    return experiment
+
+
+def execute_cell(task: CellTask, experiment: Experiment | None = None, progress: Any = None) -> dict:
+    """Run one cell: seed, build the config and system, call ``run``, measure; never raises."""
+    import torch
+
+    experiment = experiment or load_experiment(task.experiment_ref)
+    profile = task.profile
+    config = experiment.config_for(profile, task.point, task.overrides)
+    cell: dict[str, Any] = {
+        "schema": CELL_SCHEMA,
+        "system": task.system,
+        "point": task.point,
+        "seed": task.seed,
+        "config_hash": config_hash(config),
+        "status": "ok",
+        "metrics": {},
+        "error": None,
+    }
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(task.threads)  # results must not depend on the executor's thread count
+    try:
+        with measured() as cost:
+            seed_everything(task.seed)
+            system = experiment.systems[task.system](config)
+            metrics = experiment.run(system, config, profile, task.seed, progress or TqdmProgress(False))
+        cell["metrics"], cell["nonfinite"] = _checked_metrics(experiment, metrics)
+    except NotApplicable as reason:
+        cell["status"] = "n/a"
+        cell["error"] = str(reason)
+    except Exception as exc:  # one failing cell must not stop the others
+        cell["status"] = "error"
+        cell["error"] = f"{type(exc).__name__}: {exc}"
+        cell["traceback"] = traceback.format_exc(limit=8)
+    finally:
+        torch.set_num_threads(previous_threads)
+    cell["wall_s"] = cost.seconds if "cost" in locals() else None
+    cell["peak_rss_mb"] = cost.peak_rss_mb if "cost" in locals() else None
+    return cell
+
+
+def _checked_metrics(
+    experiment: Experiment, metrics: Mapping[str, Any]
+) -> tuple[dict[str, float | None], list]:
+    """Metric values as floats; a non-finite value is stored as None and its name reported."""
+    declared = {m.name for m in experiment.metrics}
+    unknown = sorted(set(metrics) - declared)
+    if unknown:
+        raise ValueError(f"run returned undeclared metrics {unknown}; declared: {sorted(declared)}")
+    values: dict[str, float | None] = {}
+    nonfinite = []
+    for name, value in metrics.items():
+        number = float(value)
+        if math.isfinite(number):
+            values[name] = number
+        else:
+            values[name] = None
+            nonfinite.append(name)
+    return values, nonfinite
+
+
+def plan_cells(
+    experiment: Experiment,
+    experiment_ref: str,
+    profile: Profile,
+    seeds: int,
+    overrides: Mapping,
+    threads: int,
+) -> list[CellTask]:
+    """Every cell of the profile, in a fixed order (grid point, system, seed)."""
+    return [
+        CellTask(experiment_ref, system, point, seed, profile, dict(overrides), threads)
+        for point in profile.points()
+        for system in experiment.system_names(profile)
+        for seed in range(seeds)
+    ]
+
+
+def _saved_cell(path: Path, expected_hash: str) -> dict | None:
+    """The saved cell if it finished with the same config, else None (errors are retried)."""
+    if not path.exists():
+        return None
+    try:
+        cell = read_cell(path)
+    except ResultsFileError:
+        return None
+    if cell["config_hash"] != expected_hash or cell["status"] not in ("ok", "n/a"):
+        return None
+    return cell
+
+
+def _execute_local(
+    tasks: list[CellTask],
+    experiment: Experiment,
+    on_done: Callable[[CellTask, dict], None],
+    desc: str,
+    jobs: int,
+) -> None:
+    """Run cells in this process (``jobs=1``) or in a pool of ``jobs`` worker processes."""
+    progress = TqdmProgress()
+    if jobs <= 1 or len(tasks) <= 1:
+        iterator: Iterable[CellTask] = progress.loop(tasks, total=len(tasks), desc=desc)
+        for task in iterator:
+            on_done(task, execute_cell(task, experiment, progress))
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn, not fork: forking a process that has started torch's thread pools can deadlock.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(execute_cell, task): task for task in tasks}
+        for future in progress.loop(as_completed(futures), total=len(futures), desc=desc):
+            on_done(futures[future], future.result())
+
+
+def _execute_ray(tasks: list[CellTask], on_done: Callable[[CellTask, dict], None]) -> None:
+    import os
+
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError("--executor ray needs the dist extra: pip install 'neurips26[dist]'") from exc
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    remote_cell = ray.remote(num_cpus=1)(execute_cell)
+    pending = {remote_cell.remote(task): task for task in tasks}
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            on_done(pending.pop(ref), ray.get(ref))
+
+
+def run_experiment(
+    experiment: Experiment,
+    experiment_ref: str,
+    out_dir: str | Path,
+    *,
+    profile: str = "default",
+    seeds: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    force: bool = False,
+    executor: str = "local",
+    threads: int = 1,
+    jobs: int = 1,
+) -> dict:
+    """Run every cell of ``profile`` (resuming), then aggregate and save ``out_dir/result.json``.
+
+    ``jobs`` worker processes run cells side by side for the local executor; every cell runs on
+    ``threads`` torch threads whatever the executor, so the numbers do not depend on either.
+    Raises ``ValueError`` for a bad profile, seed count, executor or override before any cell runs.
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor={executor!r} is not allowed; choose one of {list(EXECUTORS)}")
+    chosen = experiment.profile(profile)
+    n_seeds = chosen.seeds if seeds is None else seeds
+    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
+        raise ValueError(f"seeds must be a positive integer, got {n_seeds!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    overrides = dict(overrides or {})
+    base_config = experiment.config_for(chosen, {}, overrides)  # validates --set before any work
+    for point in chosen.points():
+        experiment.config_for(chosen, point, overrides)
+
+    out = Path(out_dir)
+    cells_dir = out / "cells"
+    tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads)
+    cells: dict[str, dict] = {}
+    pending: list[CellTask] = []
+    for task in tasks:
+        expected = config_hash(experiment.config_for(chosen, task.point, overrides))
+        saved = None if force else _saved_cell(cells_dir / f"{task.cell_id}.json", expected)
+        if saved is None:
+            pending.append(task)
+        else:
+            cells[task.cell_id] = saved
+
+    def save(task: CellTask, cell: dict) -> None:
+        atomic_write_json(cells_dir / f"{task.cell_id}.json", cell)
+        cells[task.cell_id] = cell
+
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    clock = time.perf_counter()
+    if executor == "ray":
+        _execute_ray(pending, save)
+    else:
+        _execute_local(pending, experiment, save, desc=experiment.slug, jobs=jobs)
+    ordered = [cells[task.cell_id] for task in tasks]
+    result = aggregate(experiment, chosen, ordered, base_config, n_seeds)
+    result["run_info"].update(
+        started=started,
+        wall_s=time.perf_counter() - clock,
+        executor=executor,
+        resumed_cells=len(tasks) - len(pending),
+        jobs=jobs if executor == "local" else None,
+        overrides=overrides,
+    )
+    result["meta_info"] = meta_info()
+    atomic_write_json(out / "result.json", result)
+    return result
+
+
+def aggregate(
+    experiment: Experiment, profile: Profile, cells: list[dict], base_config: Any, seeds: int
+) -> dict:
+    """Turn cells into the ``result.json`` payload: per-system summaries and claim verdicts."""
+    systems: dict[str, dict] = {}
+    for name in experiment.system_names(profile):
+        points = []
+        for point in profile.points():
+            mine = [c for c in cells if c["system"] == name and c["point"] == point]
+            values = {
+                m.name: [c["metrics"].get(m.name) if c["status"] == "ok" else None for c in mine]
+                for m in experiment.metrics
+            }
+            points.append(
+                {
+                    "point": point,
+                    "seeds": [c["seed"] for c in mine],
+                    "values": values,
+                    "summary": {metric: summarize(vals) for metric, vals in values.items()},
+                }
+            )
+        systems[name] = {"points": points}
+    errors = [
+        f"{c['system']} {point_key(c['point'])} seed {c['seed']}: {c['error']}"
+        for c in cells
+        if c["status"] == "error"
+    ]
+    return {
+        "schema": RESULT_SCHEMA,
+        "run_info": {
+            "slug": experiment.slug,
+            "profile": profile.name,
+            "seeds": seeds,
+            "grid": {k: list(v) for k, v in profile.grid.items()},
+            "config": config_to_dict(base_config),
+            "config_hash": config_hash(base_config),
+            "status": "ok" if not errors else "error",
+            "errors": errors,
+            "ours": experiment.ours,
+            "cells_wall_s": sum(c.get("wall_s") or 0.0 for c in cells),
+            "peak_rss_mb": max((c.get("peak_rss_mb") or 0.0 for c in cells), default=0.0),
+        },
+        "metrics": [asdict(m) for m in experiment.metrics],
+        "systems": systems,
+        "claims": [evaluate_claim(experiment, profile, claim, cells) for claim in experiment.claims],
+        "cells": [{k: v for k, v in c.items() if k != "schema"} for c in cells],
+        "meta_info": {},
+    }
+
+
+def _values_by_key(cells: list[dict], system: str, metric: str, point: dict | None) -> dict[Any, float]:
+    """Metric values of one system keyed for pairing: by seed at a point, by (point, seed) when pooled."""
+    out: dict[Any, float] = {}
+    for c in cells:
+        if c["system"] != system or c["status"] != "ok" or c["metrics"].get(metric) is None:
+            continue
+        if point is None:
+            out[(point_key(c["point"]), c["seed"])] = c["metrics"][metric]
+        elif c["point"] == point:
+            out[c["seed"]] = c["metrics"][metric]
+    return out
+
+
+def evaluate_claim(experiment: Experiment, profile: Profile, claim: Any, cells: list[dict]) -> dict:
+    """The claim's verdict per grid point (or pooled), with the best baseline and a paired bootstrap CI."""
+    goal = experiment.metric(claim.metric).goal
+    present = set(experiment.system_names(profile))
+    versus = [name for name in claim.versus if name in present]
+    points: list[dict | None] = list(profile.points()) if claim.per_point else [None]
+    checks = []
+    for point in points:
+        ours = _values_by_key(cells, claim.ours, claim.metric, point)
+        baselines = {name: _values_by_key(cells, name, claim.metric, point) for name in versus}
+        check = check_claim_at(
+            ours, baselines, goal=goal, kind=claim.kind, margin=claim.margin, point=point or {}
+        )
+        checks.append(check.to_dict())
+    runnable = claim.ours in present and bool(versus)
+    return {
+        "text": claim.text,
+        "metric": claim.metric,
+        "goal": goal,
+        "kind": claim.kind,
+        "margin": claim.margin,
+        "ours": claim.ours,
+        "versus": versus,
+        "checks": checks,
+        "reproduced": combine_verdicts([c["reproduced"] for c in checks]) if runnable else "inconclusive",
+    }
+
+
+def default_run_dir() -> Path:
+    return Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+__all__ = [
+    "EXECUTORS",
+    "CellTask",
+    "aggregate",
+    "default_run_dir",
+    "execute_cell",
+    "load_experiment",
+    "run_experiment",
+]

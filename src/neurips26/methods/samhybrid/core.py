@@ -1,0 +1,193 @@
+"""Sharpness-aware minimisation with a per-group radius, and Hessian sharpness by power iteration.
+
+Paper: *Sharpness-Aware Hybrid Model Learning for Architecture-Agnostic Parameter Estimation*
+(Takeishi, NeurIPS 2026). SAM (Foret et al., 2021) minimises the worst-case loss in a ball around the
+weights::
+
+    min_w max_{||e|| <= rho} L(w + e),   e*(w) = rho * g / ||g||,   g = grad L(w)
+
+For hybrid models the ball is taken over the *ML* parameters only (``rho_physics = 0``): flatness with
+respect to the flexible part favours a simple ML part, so it cannot quietly absorb the physics (Occam's
+razor). The norm ``||g||`` is therefore computed over the perturbed groups only.
+ASAM (Kwon et al., 2021) rescales by |w|: ``e = rho * w^2 g / ||w g||``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from neurips26.core.validation import check_positive
+
+ParamsOrGroups = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+
+
+class SAMHybrid(torch.optim.Optimizer):
+    """SAM whose perturbation radius is set per parameter group (``rho_physics=0`` spares the physics).
+
+    Parameters
+    ----------
+    params:
+        Tensors or parameter groups. A group may carry ``role="physics"`` (its radius defaults to
+        ``rho_physics``) or ``role="ml"`` (default radius ``rho``), or an explicit ``rho``.
+        ``HybridModel.param_groups()`` returns such groups.
+    base_optimizer:
+        The optimizer class that takes the descent step (e.g. ``torch.optim.Adam``).
+    rho:
+        Radius of the ML groups (default 0.05, SAM paper's CIFAR setting; see the README on choosing it).
+    rho_physics:
+        Radius of the physics groups (default 0: the paper's hybrid adaptation as we read it).
+    adaptive:
+        ASAM's scale-invariant ball (``e = rho * w^2 g / ||w g||``).
+    **base_kwargs:
+        Passed to ``base_optimizer`` (``lr``, ``weight_decay``, ...).
+
+    Use ``step(closure)`` where ``closure`` zeroes nothing, runs forward and backward and returns the loss;
+    or call ``first_step`` / ``second_step`` around your own second forward-backward.
+    """
+
+    def __init__(
+        self,
+        params: ParamsOrGroups,
+        base_optimizer: type[torch.optim.Optimizer],
+        rho: float = 0.05,
+        rho_physics: float = 0.0,
+        adaptive: bool = False,
+        perturb_eps: float = 1e-12,
+        **base_kwargs: Any,
+    ) -> None:
+        check_positive("rho", rho, allow_zero=True)
+        check_positive("rho_physics", rho_physics, allow_zero=True)
+        check_positive("perturb_eps", perturb_eps)
+        if not (isinstance(base_optimizer, type) and issubclass(base_optimizer, torch.optim.Optimizer)):
+            raise TypeError(f"base_optimizer must be a torch.optim.Optimizer class, got {base_optimizer!r}")
+        groups = _as_groups(params)
+        for group in groups:
+            role = group.setdefault("role", "ml")
+            if role not in ("ml", "physics"):
+                raise ValueError(f"param group role must be 'ml' or 'physics', got {role!r}")
+            group.setdefault("rho", rho_physics if role == "physics" else rho)
+            check_positive("group rho", group["rho"], allow_zero=True)
+        # ``perturb_eps``, not ``eps``: group keys are shared with the base optimizer, and Adam reads ``eps``.
+        defaults = {"rho": rho, "adaptive": adaptive, "perturb_eps": perturb_eps, **base_kwargs}
+        super().__init__(groups, defaults)
+        self.base_optimizer = base_optimizer(self.param_groups, **base_kwargs)
+        self.param_groups = self.base_optimizer.param_groups  # one set of groups: lr changes reach both
+        self.defaults.update(self.base_optimizer.defaults)
+
+    @torch.no_grad()
+    def _perturbed_grad_norm(self) -> torch.Tensor:
+        """||g|| (or ||w g|| for ASAM) over the groups whose radius is positive."""
+        norms = []
+        for group in self.param_groups:
+            if group["rho"] <= 0:
+                continue
+            grads = [
+                (p.abs() * p.grad if group["adaptive"] else p.grad)
+                for p in group["params"]
+                if p.grad is not None
+            ]
+            if grads:
+                norms.append(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
+        if not norms:
+            return torch.zeros(())
+        return torch.linalg.vector_norm(torch.stack(norms))
+
+    @torch.no_grad()
+    def first_step(self, zero_grad: bool = False) -> None:
+        """Move to the worst case in the ball: w <- w + e(w); remembers w to restore it."""
+        grad_norm = self._perturbed_grad_norm()
+        for group in self.param_groups:
+            scale = group["rho"] / (grad_norm + group["perturb_eps"])
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                self.state[p]["old_p"] = p.detach().clone()
+                if group["rho"] <= 0:
+                    continue
+                e_w = (p.pow(2) if group["adaptive"] else 1.0) * p.grad * scale.to(p)
+                p.add_(e_w)
+        if zero_grad:
+            self.zero_grad()
+
+    @torch.no_grad()
+    def second_step(self, zero_grad: bool = False) -> None:
+        """Return to w and take the base optimizer's step with the gradient taken at w + e(w)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None or "old_p" not in self.state[p]:
+                    continue
+                p.copy_(self.state[p].pop("old_p"))
+        self.base_optimizer.step()
+        if zero_grad:
+            self.zero_grad()
+
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor:  # type: ignore[override]
+        """One SAM step; ``closure`` must run forward and backward and return the loss (two calls)."""
+        if closure is None:
+            raise ValueError(
+                "SAMHybrid.step needs a closure that runs forward and backward and returns the loss"
+            )
+        closure = torch.enable_grad()(closure)
+        loss = closure()
+        self.first_step(zero_grad=True)
+        closure()
+        self.second_step()
+        return loss
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base optimizer's state (moments etc.); group radii travel in its ``param_groups``."""
+        return self.base_optimizer.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.base_optimizer.load_state_dict(state_dict)
+        self.param_groups = self.base_optimizer.param_groups
+
+
+def _as_groups(params: ParamsOrGroups) -> list[dict[str, Any]]:
+    items = list(params)
+    if not items:
+        raise ValueError("params is empty: SAMHybrid needs at least one parameter")
+    if isinstance(items[0], dict):
+        return [dict(group) for group in items]
+    return [{"params": items}]
+
+
+def top_hessian_eigenvalue(
+    loss_fn: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    params: dict[str, torch.Tensor],
+    iterations: int = 20,
+    seed: int = 0,
+    tolerance: float = 1e-4,
+) -> float:
+    """Largest Hessian eigenvalue of ``loss_fn`` at ``params`` by power iteration on Hessian-vector products.
+
+    HVPs are forward-over-reverse (``torch.func.jvp`` of ``torch.func.grad``), never a dense Hessian.
+    The iteration stops early when the Rayleigh quotient changes by less than ``tolerance`` (relative).
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    primals = {k: v.detach() for k, v in params.items()}
+    generator = torch.Generator().manual_seed(seed)
+    vector = {k: torch.randn(v.shape, generator=generator, dtype=v.dtype) for k, v in primals.items()}
+    gradient = torch.func.grad(loss_fn)
+
+    def hvp(v: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return torch.func.jvp(gradient, (primals,), (v,))[1]
+
+    def normalised(v: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        norm = torch.sqrt(sum((x * x).sum() for x in v.values()))
+        return {k: x / (norm + 1e-30) for k, x in v.items()}
+
+    vector = normalised(vector)
+    eigenvalue = 0.0
+    for _ in range(iterations):
+        product = hvp(vector)
+        estimate = float(sum((product[k] * vector[k]).sum() for k in vector))
+        vector = normalised(product)
+        if abs(estimate - eigenvalue) <= tolerance * max(abs(estimate), 1e-12):
+            return estimate
+        eigenvalue = estimate
+    return eigenvalue

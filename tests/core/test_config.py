@@ -1,0 +1,108 @@
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neurips26.core.config import (
+    apply_overrides,
+    config_from_dict,
+    config_hash,
+    config_to_dict,
+    field_sources,
+    param,
+    parse_override,
+)
+
+
+@dataclass
+class Example:
+    size: int = param(3, "paper, Sec. 2")
+    rate: float = param(0.5, "ours: why")
+    name: str = param("a", "ours")
+    flags: tuple[int, ...] = param((1, 2), "ours")
+    items: list[str] = param(["x"], "ours")
+    maybe: float | None = param(None, "ours")
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError(f"size must be >= 1, got {self.size}")
+
+
+def test_param_requires_a_source() -> None:
+    with pytest.raises(ValueError, match="source"):
+        param(1, "")
+
+
+def test_sources_are_recorded() -> None:
+    assert field_sources(Example)["size"] == "paper, Sec. 2"
+
+
+def test_list_defaults_are_not_shared() -> None:
+    a, b = Example(), Example()
+    a.items.append("y")
+    assert b.items == ["x"]
+
+
+def test_round_trip_keeps_equality_and_hash() -> None:
+    config = Example(size=5, flags=(3,), maybe=1.5)
+    again = config_from_dict(Example, config_to_dict(config))
+    assert again == config
+    assert config_hash(again) == config_hash(config)
+
+
+def test_hash_changes_with_values() -> None:
+    assert config_hash(Example()) != config_hash(Example(size=4))
+
+
+def test_unknown_key_lists_valid_keys() -> None:
+    with pytest.raises(ValueError, match=r"unknown config key\(s\) \['bad'\].*valid keys"):
+        config_from_dict(Example, {"bad": 1})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("size", "three", "size must be an integer"),
+        ("rate", True, "rate must be a number"),
+        ("size", 0, "size must be >= 1"),
+        ("flags", 3, "flags must be a list"),
+    ],
+)
+def test_bad_values_name_the_field(key: str, value: object, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        apply_overrides(Example(), {key: value})
+
+
+def test_parse_override_reads_json_then_strings() -> None:
+    assert parse_override("size=4") == ("size", 4)
+    assert parse_override("name=abc") == ("name", "abc")
+    assert parse_override("flags=[1,2]") == ("flags", [1, 2])
+    with pytest.raises(ValueError, match="key=value"):
+        parse_override("novalue")
+
+
+def test_non_dataclass_is_rejected() -> None:
+    with pytest.raises(TypeError):
+        config_to_dict(object())
+
+
+@given(
+    size=st.integers(1, 10**6),
+    rate=st.floats(allow_nan=False, allow_infinity=False),
+    name=st.text(max_size=20),
+    flags=st.lists(st.integers(-5, 5), max_size=4),
+)
+def test_round_trip_property(size: int, rate: float, name: str, flags: list[int]) -> None:
+    config = Example(size=size, rate=rate, name=name, flags=tuple(flags))
+    again = config_from_dict(Example, config_to_dict(config))
+    assert again == config and config_hash(again) == config_hash(config)
+
+
+@dataclass
+class WithFactory:
+    values: dict = field(default_factory=dict)
+
+
+def test_plain_dataclass_fields_without_source_are_allowed() -> None:
+    assert field_sources(WithFactory) == {"values": ""}

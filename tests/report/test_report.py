@@ -1,0 +1,39 @@
+import pytest
+
+from neurips26.bench.runner import run_experiment
+from neurips26.report import build_report, refresh_method_readme
+from neurips26.report.figures import OURS_COLOUR, system_colour
+from neurips26.testing.toy_experiment import TOY_EXPERIMENT
+
+REF = "neurips26.testing.toy_experiment:TOY_EXPERIMENT"
+
+
+def test_report_is_rebuilt_from_json_alone(tmp_path) -> None:
+    result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="default")
+    path = build_report(tmp_path)
+    text = path.read_text()
+    assert "| toy |" in text and "**median**" in text and "outlier_fraction=0.2" in text
+    figure = tmp_path / "figures" / "toy.png"
+    assert figure.stat().st_size > 1000
+    assert result["claims"][0]["text"] in text
+
+
+def test_report_of_an_empty_folder_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"no <method>/result\.json"):
+        build_report(tmp_path)
+
+
+def test_colours_are_fixed_per_system() -> None:
+    assert system_colour("erm", "ours") == system_colour("erm", "other")
+    assert system_colour("ours", "ours") == OURS_COLOUR
+
+
+def test_readme_results_region_is_replaced_between_markers(tmp_path) -> None:
+    result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nafter\n")
+    assert refresh_method_readme(readme, result, "neurips26 run toy")
+    text = readme.read_text()
+    assert "old" not in text and "neurips26 run toy" in text and text.endswith("after\n")
+    (tmp_path / "plain.md").write_text("no markers")
+    assert not refresh_method_readme(tmp_path / "plain.md", result, "x")
