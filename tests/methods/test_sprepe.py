@@ -522,3 +522,15 @@ def test_readme_usage_snippet_runs() -> None:
     match = re.search(r"<!-- snippet -->\s*```python\n(.*?)```", text, re.DOTALL)
     assert match, "README must hold a python snippet after <!-- snippet -->"
     exec(compile(match.group(1), str(README), "exec"), {})
+
+
+def test_sprepe_attention_meets_the_module_basics() -> None:
+    from neurips26.testing.modules import assert_module_basics
+
+    torch.manual_seed(3)
+    lat, lon = torch.rand(3, 7) * 180 - 90, torch.rand(3, 7) * 360 - 180  # per-sample positions (B, N)
+    assert_module_basics(
+        SpRePEAttention(32, 2, mode="sh"),
+        [torch.randn(3, 7, 32), lat, lon],
+        factory=lambda: SpRePEAttention(32, 2, mode="sh"),
+    )

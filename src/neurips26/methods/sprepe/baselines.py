@@ -72,18 +72,20 @@ class LatLonSinusoidalPE(SphericalPositionEmbedding):
     frequencies are not integers, so the longitude seam is a discontinuity and the pole is not one point.
     """
 
-    def __init__(self, dim: int, max_frequency: float = 32.0) -> None:
+    def __init__(self, dim: int, max_frequency: float = 32.0, initial_gain: float = 0.1) -> None:
         super().__init__()
         if dim % 4 != 0:
             raise ValueError(f"dim={dim} must be a multiple of 4 (sin and cos of latitude and longitude)")
         self.dim = dim
         self.register_buffer("frequencies", torch.logspace(0.0, math.log10(max_frequency), dim // 4))
+        # ours: a learned gain, so a fixed unit-amplitude embedding cannot swamp small patch tokens at init
+        self.gain = nn.Parameter(torch.tensor(float(initial_gain)))
 
     def embed_tokens(self, x: Tensor, xyz: Tensor) -> Tensor:
         lat, lon = xyz_to_latlon(xyz)
         phases = [torch.deg2rad(a).unsqueeze(-1) * self.frequencies.to(xyz.dtype) for a in (lat, lon)]
         pe = torch.cat([torch.cat((p.sin(), p.cos()), dim=-1) for p in phases], dim=-1)
-        return x + pe.to(x.dtype)
+        return x + self.gain.to(x.dtype) * pe.to(x.dtype)
 
 
 def real_spherical_harmonics(xyz: np.ndarray, degree: int) -> np.ndarray:
@@ -112,23 +114,25 @@ class SphericalHarmonicPE(SphericalPositionEmbedding):
     """Spherical-harmonic absolute embedding: fixed real SH basis functions, one per channel, added to tokens.
 
     Mirrors torch-harmonics' ``SpectralPositionEmbedding``; we use all complete degrees with
-    (L+1)^2 <= dim (scaled by sqrt(4 pi) to unit mean square) and leave the other channels at zero, so the
-    embedding's Gram kernel is the rotation-invariant sum_l (2l+1) P_l(cos gamma).
+    (L+1)^2 <= dim (scaled by sqrt(4 pi) to unit mean square, times a learned gain) and leave the other
+    channels at zero, so the embedding's Gram kernel is the rotation-invariant sum_l (2l+1) P_l(cos gamma).
     """
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, initial_gain: float = 0.1) -> None:
         super().__init__()
+        if dim < 1:
+            raise ValueError(f"dim={dim} must be >= 1")
         self.dim = dim
         self.degree = math.isqrt(dim) - 1
-        if self.degree < 0:
-            raise ValueError(f"dim={dim} must be >= 1")
+        # ours: a learned gain, so a fixed unit-RMS embedding cannot swamp small patch tokens at init
+        self.gain = nn.Parameter(torch.tensor(float(initial_gain)))
 
     def embed_tokens(self, x: Tensor, xyz: Tensor) -> Tensor:
         flat = xyz.detach().reshape(-1, 3).cpu().double().numpy()
         features = real_spherical_harmonics(flat, self.degree) * math.sqrt(4.0 * math.pi)
         pe = torch.zeros(flat.shape[0], self.dim, dtype=x.dtype, device=x.device)
         pe[:, : features.shape[1]] = torch.from_numpy(features).to(x.dtype)
-        return x + pe.reshape(*xyz.shape[:-1], self.dim)
+        return x + self.gain.to(x.dtype) * pe.reshape(*xyz.shape[:-1], self.dim)
 
 
 class AxialRoPE(SphericalPositionEmbedding):
