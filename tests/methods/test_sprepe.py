@@ -534,3 +534,23 @@ def test_sprepe_attention_meets_the_module_basics() -> None:
         [torch.randn(3, 7, 32), lat, lon],
         factory=lambda: SpRePEAttention(32, 2, mode="sh"),
     )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.floats(-90.0, 90.0),
+    st.floats(-720.0, 720.0),
+    st.sampled_from(["sh", "xyz"]),
+    st.integers(0, 1000),
+)
+def test_any_latlon_preserves_norms_and_is_periodic_in_longitude(
+    lat: float, lon: float, mode: str, seed: int
+) -> None:
+    pe = SpRePE(16, mode).double()
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, 1, 16, generator=generator, dtype=torch.float64)
+    lat_t, lon_t = torch.tensor([lat], dtype=torch.float64), torch.tensor([lon], dtype=torch.float64)
+    q1, _ = pe.apply(q, q, lat_t, lon_t)
+    q2, _ = pe.apply(q, q, lat_t, lon_t + 360.0)
+    torch.testing.assert_close(q1.norm(dim=-1), q.norm(dim=-1))
+    torch.testing.assert_close(q1, q2, atol=1e-9, rtol=1e-9)

@@ -256,7 +256,10 @@ class SpRePE(SphericalPositionEmbedding):
                     f"but head_dim={self.head_dim}"
                 )
             check_positions_match(tensor, positions, name)
-        return self.encode(q, positions), self.encode(k, positions)
+        u = self.reflectors(positions.to(q.dtype))  # one table serves q and k
+        return apply_householder(q, align_to(u, q, trailing=2)), apply_householder(
+            k, align_to(u, k, trailing=2)
+        )
 
     def extra_repr(self) -> str:
         return (
