@@ -25,7 +25,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "ts": ("aeon", "pyod"),
     "code": ("pycparser", "rank_bm25"),
     "agent": ("networkx",),
-    "vision": ("sklearn",),
+    "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml",),
     "dist": ("ray",),
 }
@@ -114,6 +114,9 @@ METHODS: tuple[MethodSpec, ...] = (
         "vision",
         "nn.Module",
         "Householder-reflection position encoding beats other PEs for attention on the sphere.",
+        extras=("vision",),
+        experiment="neurips26.methods.sprepe.experiment:EXPERIMENT",
+        estimate_s=400,
     ),
     _M(
         "sad",
