@@ -179,7 +179,9 @@ METHODS: tuple[MethodSpec, ...] = (
         "quantize_",
         "Dynamic-sensitivity greedy bit allocation beats uniform and static "
         "mixed precision at equal average bits.",
-        extras=("quant",),
+        extras=("llm",),
+        experiment="neurips26.methods.scalebits.experiment:EXPERIMENT",
+        estimate_s=300,
     ),
     _M(
         "stparopt",
