@@ -256,15 +256,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="versions, extras and runnable methods").set_defaults(func=cmd_doctor)
 
     for name, (module, help_text) in TOOLS.items():
-        tool = sub.add_parser(name, help=help_text)
-        tool.set_defaults(func=_tool_main(module), tool_module=module)
-        importlib.import_module(module).add_arguments(tool)
+        # The tool's own parser is built only when it is called, so `neurips26 list` never imports torch.
+        tool = sub.add_parser(name, help=help_text, add_help=False)
+        tool.add_argument("tool_args", nargs=argparse.REMAINDER)
+        tool.set_defaults(func=_tool_main(name, module))
     return parser
 
 
-def _tool_main(module: str) -> Any:
+def _tool_main(name: str, module: str) -> Any:
     def run_tool(args: argparse.Namespace) -> int:
-        return int(importlib.import_module(module).main(args))
+        tool = importlib.import_module(module)
+        parser = argparse.ArgumentParser(prog=f"neurips26 {name}", description=(tool.__doc__ or "").strip())
+        tool.add_arguments(parser)
+        return int(tool.main(parser.parse_args(args.tool_args)))
 
     return run_tool
 

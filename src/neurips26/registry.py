@@ -25,7 +25,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "ts": ("aeon", "pyod"),
     "code": ("pycparser", "rank_bm25"),
     "agent": ("networkx",),
-    "vision": ("sklearn",),
+    "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml",),
     "dist": ("ray",),
 }
@@ -114,6 +114,9 @@ METHODS: tuple[MethodSpec, ...] = (
         "vision",
         "nn.Module",
         "Householder-reflection position encoding beats other PEs for attention on the sphere.",
+        extras=("vision",),
+        experiment="neurips26.methods.sprepe.experiment:EXPERIMENT",
+        estimate_s=400,
     ),
     _M(
         "sad",
@@ -146,6 +149,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "for additive and non-additive hybrids.",
         extras=("sciml",),
         experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT",
+        estimate_s=300,
     ),
     _M(
         "semanticdialect",
@@ -175,7 +179,9 @@ METHODS: tuple[MethodSpec, ...] = (
         "quantize_",
         "Dynamic-sensitivity greedy bit allocation beats uniform and static "
         "mixed precision at equal average bits.",
-        extras=("quant",),
+        extras=("llm",),
+        experiment="neurips26.methods.scalebits.experiment:EXPERIMENT",
+        estimate_s=300,
     ),
     _M(
         "stparopt",
@@ -212,6 +218,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "analyze()",
         "Derived SOL bounds cover the programs exactly and are never violated by measurements.",
         extras=("sol",),
+        experiment="neurips26.methods.solar.experiment:EXPERIMENT",
+        estimate_s=60,
     ),
     _M(
         "solexecbench",
@@ -237,4 +245,6 @@ def get_spec(slug: str) -> MethodSpec:
 
 # Extra subcommands some methods ship: name -> (module with add_arguments(parser) and main(args), help).
 # The modules must import lazily (no torch at import) so `neurips26 --help` stays instant.
-TOOLS: dict[str, tuple[str, str]] = {}
+TOOLS: dict[str, tuple[str, str]] = {
+    "solar": ("neurips26.methods.solar.cli", "speed-of-light bounds: analyze, calibrate, hardware"),
+}

@@ -116,12 +116,20 @@ def claims_table(result: dict) -> str:
     return markdown_table(["claim", "metric", "kind", "ours − best baseline (95% CI)", "reproduced"], rows)
 
 
+def _time_text(info: dict) -> str:
+    """Wall time of this invocation, and the compute time of all cells (which survives resuming)."""
+    text = f"wall time {info.get('wall_s', 0.0):.1f} s"
+    if info.get("resumed_cells"):
+        text += f" ({info['resumed_cells']} cells resumed)"
+    return text + f", cell compute time {info.get('cells_wall_s', 0.0):.1f} s"
+
+
 def method_section(result: dict, figure: str | None = None) -> str:
     """The results block of one method: run facts, claims, systems, figure, errors."""
     info = result["run_info"]
     parts = [
         f"Profile `{info['profile']}`, {info['seeds']} seed(s), config hash `{info['config_hash']}`, "
-        f"wall time {info.get('wall_s', 0.0):.1f} s, status **{info['status']}**.",
+        f"{_time_text(info)}, status **{info['status']}**.",
         claims_table(result),
         systems_table(result),
     ]

@@ -1,0 +1,338 @@
+"""The ScaleBITS experiment: held-out perplexity versus average bits on a tiny Llama.
+
+Model: the zoo's ``tiny-llama`` when its checkpoint loads, otherwise a tiny byte-level Llama trained here
+for ``fallback_steps`` steps on the source text of a few stdlib modules (``inspect.getsource``; held-out
+text from other modules). Seeds draw different calibration windows. One progressive run per (system,
+seed) yields every budget of the profile's grid; the runner's grid points read its snapshots.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.core.config import config_hash
+from neurips26.methods.scalebits.baselines import UniformRTNConfig, quantize_random
+from neurips26.methods.scalebits.config import ScaleBitsConfig, ScaleBitsExperimentConfig
+from neurips26.methods.scalebits.core import SCALE_BITS, index_bits, padded_shape, tile_variable_bits
+from neurips26.methods.scalebits.integration import (
+    ModelAllocation,
+    apply_allocation,
+    packed_report,
+    quantize_,
+    reorder_and_allocate,
+    select_linears,
+)
+
+TRAIN_MODULES = ("argparse", "textwrap", "string", "json.decoder", "json.encoder", "difflib", "shlex")
+HELDOUT_MODULES = ("calendar", "fractions")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One system: how its allocation is chosen."""
+
+    name: str
+    kind: str  # "scalebits", "rtn", "random"
+    sensitivity: str = "dynamic"
+    reorder: str = "folded"
+
+
+RECIPES = {
+    "scalebits": Recipe("scalebits", "scalebits"),
+    "static_sensitivity": Recipe("static_sensitivity", "scalebits", sensitivity="static"),
+    "scalebits_no_reorder": Recipe("scalebits_no_reorder", "scalebits", reorder="none"),
+    "random_allocation": Recipe("random_allocation", "random"),
+    "uniform_rtn": Recipe("uniform_rtn", "rtn"),
+}
+
+
+@dataclass
+class LanguageTask:
+    model: torch.nn.Module
+    train_ids: torch.Tensor  # 1-D token ids
+    heldout_ids: torch.Tensor
+    source: str  # "zoo" or "fallback"
+    train_seconds: float
+
+
+_TASKS: dict[str, LanguageTask] = {}
+_ALLOCATIONS: dict[tuple, tuple[ModelAllocation, torch.nn.Module, float]] = {}
+
+
+def _stdlib_bytes(modules: tuple[str, ...]) -> torch.Tensor:
+    import importlib
+
+    text = "\n".join(inspect.getsource(importlib.import_module(name)) for name in modules)
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+
+
+def train_fallback_llama(config: ScaleBitsExperimentConfig, train_ids: torch.Tensor) -> torch.nn.Module:
+    """A tiny byte-level Llama trained in-process (AdamW, fixed seed) when the zoo model is missing."""
+    from neurips26.testing.tiny_llms import tiny_llama
+
+    hidden = config.fallback_hidden
+    model = tiny_llama(hidden_size=hidden, intermediate_size=2 * hidden, num_layers=2, vocab_size=256).train()
+    generator = torch.Generator().manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    length = config.sequence_length
+    for step in range(config.fallback_steps):
+        for group in optimizer.param_groups:  # linear warm-up then cosine decay
+            group["lr"] = (
+                3e-3
+                * min(1.0, (step + 1) / 20)
+                * 0.5
+                * (1 + math.cos(math.pi * step / config.fallback_steps))
+            )
+        starts = torch.randint(0, len(train_ids) - length - 1, (16,), generator=generator)
+        batch = torch.stack([train_ids[s : s + length] for s in starts.tolist()])
+        loss = model(input_ids=batch, labels=batch).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
+    """The zoo tiny-llama with its corpus if available, else the in-process fallback (cached per config)."""
+    key = config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0}))
+    if key in _TASKS:
+        return _TASKS[key]
+    start = time.perf_counter()
+    task = _zoo_task(config)
+    if task is None:
+        train_ids, heldout_ids = _stdlib_bytes(TRAIN_MODULES), _stdlib_bytes(HELDOUT_MODULES)
+        model = train_fallback_llama(config, train_ids)
+        task = LanguageTask(model, train_ids, heldout_ids, "fallback", time.perf_counter() - start)
+    _TASKS[key] = task
+    return task
+
+
+def _zoo_task(config: ScaleBitsExperimentConfig) -> LanguageTask | None:
+    """The zoo's trained tiny-llama and its token splits, or None when the zoo or checkpoint is missing or
+    when ``config.tile`` does not divide its linear weights and ``config.pad`` is off (the zoo spec's
+    intermediate size 688 = 16 x 43 needs padding)."""
+    try:
+        from neurips26.zoo import load
+        from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
+
+        model, tokenizer = load("tiny-llama")
+        train = torch.from_numpy(load_corpus_tokens(tokenizer, "train", None).haystack.ids).long()
+        heldout = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids).long()
+    except Exception:
+        return None
+    for layer in select_linears(model, ScaleBitsConfig().filter_fn).values():
+        rows, cols = layer.weight.shape
+        if not config.pad and (rows % config.tile[0] or cols % config.tile[1]):
+            return None
+    return LanguageTask(model.eval(), train, heldout, "zoo", 0.0)
+
+
+def calibration_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> torch.Tensor:
+    """``n`` random windows of ``length`` tokens (the seed picks the calibration sample)."""
+    generator = torch.Generator().manual_seed(1000 + seed)
+    starts = torch.randint(0, len(ids) - length - 1, (n,), generator=generator)
+    return torch.stack([ids[s : s + length] for s in starts.tolist()])
+
+
+def evaluate(model: torch.nn.Module, reference: torch.nn.Module, ids: torch.Tensor, config: Any) -> dict:
+    """Held-out perplexity and next-token top-1 agreement with the full-precision model."""
+    length = config.sequence_length
+    n_windows = max(1, min(len(ids) // length, config.eval_tokens // length))
+    windows = ids[: n_windows * length].reshape(n_windows, length)
+    total, agree, count = 0.0, 0, 0
+    with torch.no_grad():
+        for batch in windows.split(8):
+            logits = model(input_ids=batch).logits[:, :-1].float()
+            ref = reference(input_ids=batch).logits[:, :-1]
+            total += float(
+                torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1), reduction="sum"
+                )
+            )
+            agree += int((logits.argmax(-1) == ref.argmax(-1)).sum())
+            count += batch[:, 1:].numel()
+    return {"perplexity": math.exp(total / count), "agreement": agree / count}
+
+
+def _scalebits_config(config: ScaleBitsExperimentConfig, recipe: Recipe, target: float) -> ScaleBitsConfig:
+    return ScaleBitsConfig(
+        avg_bits=target,
+        bits=config.bits,
+        tile=config.tile,
+        group_size=config.group_size,
+        sensitivity=recipe.sensitivity,
+        reorder=recipe.reorder,
+        fraction=config.fraction,
+        micro_batch=config.micro_batch,
+        pad=config.pad,
+    )
+
+
+def progressive_run(
+    recipe: Recipe, config: ScaleBitsExperimentConfig, task: LanguageTask, targets: list[float], seed: int
+) -> tuple[ModelAllocation, torch.nn.Module, float]:
+    """Reorder (folded) and allocate once for every target; cached per (system, config, targets, seed)."""
+    key = (
+        recipe.name,
+        config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0})),
+        tuple(targets),
+        seed,
+    )
+    if key in _ALLOCATIONS:
+        return _ALLOCATIONS[key]
+    start = time.perf_counter()
+    calibration = calibration_windows(
+        task.train_ids, config.calibration_sequences, config.sequence_length, seed
+    )
+    model = copy.deepcopy(task.model)
+    allocation, _ = reorder_and_allocate(
+        model, calibration, targets, _scalebits_config(config, recipe, max(targets))
+    )
+    _ALLOCATIONS[key] = (allocation, model, time.perf_counter() - start)
+    return _ALLOCATIONS[key]
+
+
+def uniform_bits_within(config: ScaleBitsExperimentConfig, linears: dict, target: float) -> int | None:
+    """The largest uniform bit-width whose ledger (metadata included) fits ``target`` bits per weight."""
+    n_weights = sum(layer.weight.numel() for layer in linears.values())
+    tile_elements = config.tile[0] * config.tile[1]
+    fitting = []
+    for bits in config.bits:
+        used = sum(
+            SCALE_BITS * math.prod(padded_shape(tuple(layer.weight.shape), config.tile)) // config.group_size
+            + math.prod(padded_shape(tuple(layer.weight.shape), config.tile))
+            // tile_elements
+            * (int(tile_variable_bits(torch.tensor(bits), config.tile, config.group_size)) + index_bits(1))
+            for layer in linears.values()
+        )
+        if used <= math.floor(target * n_weights + 1e-6):
+            fitting.append(bits)
+    return max(fitting) if fitting else None
+
+
+def run(
+    recipe: Recipe, config: ScaleBitsExperimentConfig, profile: Profile, seed: int, progress: Progress
+) -> dict[str, float]:
+    torch.set_num_threads(1)
+    task = load_task(config)
+    targets = sorted({float(t) for t in profile.grid.get("avg_bits", [])} | {float(config.avg_bits)})
+    start = time.perf_counter()
+    if recipe.kind == "scalebits":
+        allocation, reordered, seconds = progressive_run(recipe, config, task, targets, seed)
+        model = copy.deepcopy(reordered)
+        packed = apply_allocation(
+            model,
+            allocation.allocation(config.avg_bits),
+            config.bits,
+            config.tile,
+            config.group_size,
+            config.pad,
+        )
+        report = packed_report(packed, [], allocation.trace)
+        rounds = allocation.trace.rounds
+    else:
+        model = copy.deepcopy(task.model)
+        linears = select_linears(model, ScaleBitsConfig().filter_fn)
+        if recipe.kind == "rtn":
+            bits = uniform_bits_within(config, linears, config.avg_bits)
+            if bits is None:
+                raise NotApplicable(
+                    f"no uniform bit-width in {config.bits} fits {config.avg_bits} bits/weight"
+                )
+            report = quantize_(
+                model,
+                UniformRTNConfig(bits=bits, tile=config.tile, group_size=config.group_size, pad=config.pad),
+            )
+        else:
+            report = quantize_random(
+                model, config.avg_bits, config.bits, config.tile, config.group_size, seed, config.pad
+            )
+        seconds, rounds = time.perf_counter() - start, 0
+    metrics = evaluate(model, task.model, task.heldout_ids, config)
+    fp = evaluate(task.model, task.model, task.heldout_ids, config)["perplexity"]
+    return {
+        **metrics,
+        "fp_perplexity": fp,
+        "bits_per_weight": report.bytes_per_weight_bits,
+        "ledger_bits_per_weight": report.bits_per_weight,
+        "packed_kib": report.nbytes / 1024,
+        "allocation_seconds": seconds,
+        "rounds": float(rounds),
+        "zoo_model": float(task.source == "zoo"),
+    }
+
+
+GRID = {"avg_bits": [2.4, 2.6, 2.8, 3.0, 3.3, 3.6]}
+BASELINES = ("uniform_rtn", "static_sensitivity", "random_allocation")
+
+EXPERIMENT = Experiment(
+    slug="scalebits",
+    config_cls=ScaleBitsExperimentConfig,
+    claims=(
+        Claim(
+            "ScaleBITS lowers held-out perplexity versus uniform RTN, static-sensitivity and random "
+            "allocation at every budget",
+            "perplexity",
+            "scalebits",
+            BASELINES,
+        ),
+        Claim(
+            "dynamic sensitivity beats static sensitivity (ablation)",
+            "perplexity",
+            "scalebits",
+            ("static_sensitivity",),
+        ),
+        Claim(
+            "folded channel reordering helps (ablation without reordering)",
+            "perplexity",
+            "scalebits",
+            ("scalebits_no_reorder",),
+        ),
+    ),
+    metrics=(
+        Metric("perplexity", "min", "", "held-out perplexity of the quantized model"),
+        Metric("agreement", "max", "fraction", "next-token top-1 agreement with the full-precision model"),
+        Metric("fp_perplexity", "min", "", "held-out perplexity of the full-precision model (reference)"),
+        Metric("bits_per_weight", "min", "bits", "8 x packed bytes / weights of the quantized linears"),
+        Metric("ledger_bits_per_weight", "min", "bits", "ledger bits (no byte padding) / weights"),
+        Metric("packed_kib", "min", "KiB", "packed bytes of the quantized linear layers"),
+        Metric("allocation_seconds", "min", "s", "reordering + the progressive run for every budget"),
+        Metric("rounds", "min", "", "sensitivity refreshes of the progressive run"),
+        Metric("zoo_model", "max", "", "1 when the zoo tiny-llama was used, 0 for the in-process fallback"),
+    ),
+    systems={name: (lambda config, recipe=recipe: recipe) for name, recipe in RECIPES.items()},
+    profiles={
+        "smoke": Profile(
+            "smoke",
+            budget_s=40,
+            seeds=1,
+            overrides={
+                "fallback_steps": 30,
+                "fallback_hidden": 64,
+                "sequence_length": 64,
+                "calibration_sequences": 8,
+                "eval_tokens": 1024,
+                "fraction": 0.2,
+            },
+            grid={"avg_bits": [2.75]},
+        ),
+        "default": Profile("default", budget_s=600, seeds=2, grid=GRID),
+        "full": Profile(
+            "full",
+            budget_s=3600,
+            seeds=3,
+            overrides={"calibration_sequences": 128, "fallback_steps": 1500},
+            grid=GRID,
+        ),
+    },
+    run=run,
+    ours="scalebits",
+)

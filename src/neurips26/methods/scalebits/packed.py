@@ -1,0 +1,150 @@
+"""ScaleBITS: Scalable Bitwidth Search for Hardware-Aligned Mixed-Precision LLMs -- the packed linear layer.
+
+Storage format of one ``(R, C)`` weight with tile ``(tr, tc)``, group size ``g`` and bit set ``B``
+(every stream is a byte-aligned uint8 buffer, bit-packed little-endian by :func:`core.pack_bits`):
+
+============  ==========================================================  =========================
+buffer        content                                                     bits
+============  ==========================================================  =========================
+tile_ids      index into ``B`` of each tile, row-major over the tile grid  ``n_tiles ceil(log2 |B|)``
+codes_{b}     codes of all tiles at width ``b``, tile order, row-major     ``n_b tr tc b``
+zeros_{b}     integer zero point per group of those tiles                 ``n_b tr (tc / g) b``
+scales        float16 scale per group, ``(R, C / g)``                      ``16 R C / g``
+============  ==========================================================  =========================
+
+The reference kernel dequantizes ``W_hat = (q - z) s`` tile by tile and calls ``F.linear``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from neurips26.methods.scalebits.core import (
+    BitLedger,
+    check_tiling,
+    dequantize_groups,
+    expand_tile_values,
+    from_tiles,
+    index_bits,
+    layer_ledger,
+    pack_bits,
+    pad_to_tiles,
+    padded_shape,
+    quantize_groups,
+    to_tiles,
+    unpack_bits,
+)
+
+
+class ScaleBitsLinear(nn.Module):
+    """A linear layer stored in the ScaleBITS packed mixed-precision tile format (see module docstring).
+
+    Build it with :meth:`from_weight`; ``forward(x)`` computes ``x W_hat^T + bias`` with the reference
+    dequantize-matmul. Shapes: ``x (..., C) -> (..., R)``.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bit_set: tuple[int, ...],
+        tile: tuple[int, int],
+        group_size: int,
+        tile_counts: dict[int, int],
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.bit_set, self.tile, self.group_size = tuple(bit_set), tuple(tile), group_size
+        self.tile_counts = dict(tile_counts)
+        self.stored_shape = padded_shape((out_features, in_features), tile)
+        self.bias: nn.Parameter | None = None
+
+    @classmethod
+    def from_weight(
+        cls,
+        weight: torch.Tensor,
+        tile_bits: torch.Tensor,
+        bit_set: tuple[int, ...],
+        tile: tuple[int, int],
+        group_size: int,
+        bias: torch.Tensor | None = None,
+        pad: bool = False,
+    ) -> ScaleBitsLinear:
+        """Quantize ``weight (R, C)`` with the per-tile bit-widths ``tile_bits (n_tiles,)`` and pack it.
+
+        With ``pad=True`` a weight that whole tiles do not cover is padded (edge values repeated) and the
+        padding is stored and counted in the ledger; the output is cropped back to ``(R, C)``.
+        """
+        rows, cols = weight.shape
+        check_tiling("weight", (rows, cols), tile, group_size, pad)
+        stored = padded_shape((rows, cols), tile)
+        tile_bits = tile_bits.long().reshape(-1)
+        element_bits = expand_tile_values(tile_bits, stored, tile)
+        codes, scales, zeros = quantize_groups(pad_to_tiles(weight.detach(), tile), element_bits, group_size)
+        counts = {b: int((tile_bits == b).sum()) for b in bit_set}
+        layer = cls(cols, rows, bit_set, tile, group_size, counts)
+        layer.stored_shape = stored
+        bit_index = torch.searchsorted(torch.tensor(bit_set), tile_bits)
+        layer.register_buffer("tile_ids", pack_bits(bit_index, index_bits(len(bit_set))))
+        code_tiles = to_tiles(codes, tile)
+        zero_tiles = to_tiles(zeros, (tile[0], tile[1] // group_size))
+        for bits in bit_set:
+            mask = tile_bits == bits
+            layer.register_buffer(f"codes_{bits}", pack_bits(code_tiles[mask], bits))
+            layer.register_buffer(f"zeros_{bits}", pack_bits(zero_tiles[mask], bits))
+        layer.register_buffer("scales", scales.half())
+        if bias is not None:
+            layer.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+        return layer
+
+    def tile_bits(self) -> torch.Tensor:
+        """The bit-width of every tile, unpacked from ``tile_ids``."""
+        n_tiles = sum(self.tile_counts.values())
+        index = unpack_bits(self.tile_ids, index_bits(len(self.bit_set)), n_tiles)
+        return torch.tensor(self.bit_set)[index]
+
+    def dequantize(self) -> torch.Tensor:
+        """``W_hat (R, C)`` float32, tile by tile: ``(q - z) s``."""
+        tile_rows, tile_cols = self.tile
+        groups_per_row = tile_cols // self.group_size
+        tile_bits = self.tile_bits()
+        scale_tiles = to_tiles(self.scales.float(), (tile_rows, groups_per_row))
+        weight_tiles = torch.zeros(len(tile_bits), tile_rows, tile_cols)
+        for bits in self.bit_set:
+            mask = tile_bits == bits
+            count = int(mask.sum())
+            if count == 0:
+                continue
+            codes = unpack_bits(getattr(self, f"codes_{bits}"), bits, count * tile_rows * tile_cols)
+            zeros = unpack_bits(getattr(self, f"zeros_{bits}"), bits, count * tile_rows * groups_per_row)
+            weight_tiles[mask] = dequantize_groups(
+                codes.reshape(count, tile_rows, tile_cols),
+                scale_tiles[mask],
+                zeros.reshape(count, tile_rows, groups_per_row),
+            )
+        full = from_tiles(weight_tiles, self.stored_shape)
+        return full[: self.out_features, : self.in_features]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.dequantize().to(x.dtype)
+        return nn.functional.linear(x, weight, None if self.bias is None else self.bias.to(x.dtype))
+
+    def ledger(self) -> BitLedger:
+        """Every stored bit of this layer's weight, per stream (bias excluded)."""
+        return layer_ledger(
+            self.stored_shape,
+            self.tile,
+            self.group_size,
+            self.bit_set,
+            self.tile_bits(),
+            n_weights=self.out_features * self.in_features,
+        )
+
+    def packed_nbytes(self) -> int:
+        """Bytes of the packed weight buffers (what the ledger must equal)."""
+        return sum(buffer.numel() * buffer.element_size() for buffer in self.buffers())
+
+    def extra_repr(self) -> str:
+        mix = ", ".join(f"{b}b:{n}" for b, n in self.tile_counts.items())
+        return f"in={self.in_features}, out={self.out_features}, tile={self.tile}, g={self.group_size}, {mix}"

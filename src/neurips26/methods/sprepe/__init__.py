@@ -1,0 +1,56 @@
+"""SpRePE: Spherical Reflection Position Embedding -- a drop-in q/k position embedding for attention on S^2.
+
+Public API: :class:`SpRePE` (the q/k transform), :class:`SpRePEAttention` (an SDPA attention block),
+the baselines, the core functions and the experiment config. ``EXPERIMENT`` lives in
+``neurips26.methods.sprepe.experiment`` (imported lazily by the registry).
+"""
+
+from __future__ import annotations
+
+from neurips26.methods.sprepe.baselines import (
+    AxialRoPE,
+    EulerSphericalRoPE,
+    GeodesicBiasPE,
+    LatLonSinusoidalPE,
+    LearnedAbsolutePE,
+    NoPositionEmbedding,
+    SphericalHarmonicPE,
+)
+from neurips26.methods.sprepe.config import SpRePEConfig
+from neurips26.methods.sprepe.core import (
+    apply_householder,
+    householder_matrix,
+    latlon_to_xyz,
+    sh_reflectors,
+    xyz_reflectors,
+    xyz_to_latlon,
+    zonal_kernel,
+)
+from neurips26.methods.sprepe.integration import (
+    PositionalSelfAttention,
+    SphericalPositionEmbedding,
+    SpRePE,
+    SpRePEAttention,
+)
+
+__all__ = [
+    "AxialRoPE",
+    "EulerSphericalRoPE",
+    "GeodesicBiasPE",
+    "LatLonSinusoidalPE",
+    "LearnedAbsolutePE",
+    "NoPositionEmbedding",
+    "PositionalSelfAttention",
+    "SpRePE",
+    "SpRePEAttention",
+    "SpRePEConfig",
+    "SphericalHarmonicPE",
+    "SphericalPositionEmbedding",
+    "apply_householder",
+    "householder_matrix",
+    "latlon_to_xyz",
+    "sh_reflectors",
+    "xyz_reflectors",
+    "xyz_to_latlon",
+    "zonal_kernel",
+]
