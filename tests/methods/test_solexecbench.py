@@ -420,3 +420,14 @@ def test_experiment_contract():
         EXPERIMENT, "neurips26.methods.solexecbench.experiment:EXPERIMENT", run_smoke=False
     )
     assert load_problem(problem_set_dir() / "moe_topk_routing").definition.custom_inputs_entrypoint
+
+
+def test_two_threads_honest_passes_and_thread_injection_is_caught():
+    """The intra-op pool is started before the thread baseline, so only injected threads count."""
+    problem = load_problem_set(("gemm_bias_relu",))["gemm_bias_relu"]
+    problem = dataclasses.replace(problem, workloads=problem.workloads[:1])
+    config = SolExecBenchConfig(**{**{k: v for k, v in FAST.items() if k != "max_workloads"}, "threads": 2})
+    with SolExecBench(dataclasses.replace(config, static_check=False)) as bench:
+        assert bench.evaluate(problem, ladder_solution("gemm_bias_relu", "fused")).statuses == ["PASSED"]
+        caught = bench.evaluate(problem, red_team_solution("gemm_bias_relu", "thread_injection"))
+    assert caught.statuses == ["REWARD_HACK"] and "threads grew" in caught.traces[0].evaluation.log

@@ -480,6 +480,14 @@ def _block_extension_builds() -> None:
     extension.load_inline = blocked
 
 
+def _warm_thread_pools(problem: dict, workload: dict) -> None:
+    """Start torch's intra-op pool (a parallel matmul, the reference once) before the thread baseline, so
+    an honest solution's first parallel op is not mistaken for thread injection."""
+    torch.mm(torch.ones(256, 256), torch.ones(256, 256))
+    with contextlib.suppress(Exception):  # a failing reference is reported per workload later
+        problem["namespace"]["run"](*_make_inputs(problem, workload, randomise_names=True))
+
+
 def _evaluate(request: dict) -> list[dict]:
     settings = request["settings"]
     torch.set_num_threads(settings["threads"])
@@ -502,7 +510,7 @@ def _evaluate(request: dict) -> list[dict]:
     except Exception as error:
         return every("INVALID_REFERENCE", f"reference failed to load: {error!r}")
     problem["namespace"] = namespace
-    _make_inputs(problem, workloads[0], randomise_names=True)  # warms torch before the thread baseline
+    _warm_thread_pools(problem, workloads[0])
     if request["solution"]["language"] == "pytorch":
         _block_extension_builds()
     guard = _Guard(settings["defences"]) if mode == "solexecbench" else None

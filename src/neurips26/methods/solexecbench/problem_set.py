@@ -209,6 +209,72 @@ def build_problems() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
             {"router_logits": {"type": "custom"}, "top_k": {"type": "scalar", "value": 2}},
         ),
     )
+    problems["layernorm"] = (
+        _definition(
+            "layernorm",
+            "norm",
+            "LayerNorm over the hidden axis with affine weight and bias",
+            {"tokens": {"type": "var"}, "hidden": {"type": "const", "value": 768}},
+            {
+                "x": _t(["tokens", "hidden"]),
+                "norm_weight": _t(["hidden"]),
+                "norm_bias": _t(["hidden"]),
+                "eps": _t(None),
+            },
+            {"y": _t(["tokens", "hidden"])},
+            """
+            import torch
+
+            def run(x, norm_weight, norm_bias, eps):
+                mean = x.mean(-1, keepdim=True)
+                var = (x - mean).pow(2).mean(-1, keepdim=True)
+                return (x - mean) / torch.sqrt(var + eps) * norm_weight + norm_bias
+            """,
+        ),
+        _workloads(
+            "layernorm",
+            [{"tokens": 256}, {"tokens": 1024}],
+            {
+                "x": random,
+                "norm_weight": random,
+                "norm_bias": random,
+                "eps": {"type": "scalar", "value": 1e-5},
+            },
+        ),
+    )
+    problems["gqa_attention"] = (
+        _definition(
+            "gqa_attention",
+            "attention",
+            "causal grouped-query attention (query heads share key/value heads)",
+            {
+                "seq": {"type": "var"},
+                "kv_heads": {"type": "const", "value": 2},
+                "q_heads": {"type": "expr", "expression": "4 * kv_heads"},
+                "head_dim": {"type": "const", "value": 64},
+            },
+            {
+                "q": _t(["q_heads", "seq", "head_dim"]),
+                "k": _t(["kv_heads", "seq", "head_dim"]),
+                "v": _t(["kv_heads", "seq", "head_dim"]),
+            },
+            {"o": _t(["q_heads", "seq", "head_dim"])},
+            """
+            import math
+            import torch
+
+            def run(q, k, v):
+                group = q.shape[0] // k.shape[0]
+                k = k.repeat_interleave(group, dim=0)
+                v = v.repeat_interleave(group, dim=0)
+                scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+                mask = torch.ones(q.shape[1], k.shape[1], dtype=torch.bool, device=q.device).tril()
+                scores = scores.masked_fill(~mask, float("-inf"))
+                return torch.softmax(scores, dim=-1) @ v
+            """,
+        ),
+        _workloads("gqa_attention", [{"seq": 128}, {"seq": 512}], {"q": random, "k": random, "v": random}),
+    )
     return problems
 
 

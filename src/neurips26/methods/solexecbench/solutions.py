@@ -19,6 +19,8 @@ SIGNATURES = {
     "swiglu": ("x, w_gate, w_up", "h"),
     "cross_entropy": ("logits, targets", "loss"),
     "moe_topk_routing": ("router_logits, top_k", "gates"),
+    "layernorm": ("x, norm_weight, norm_bias, eps", "y"),
+    "gqa_attention": ("q, k, v", "o"),
 }
 
 LADDER = {
@@ -113,6 +115,44 @@ LADDER = {
             # softmax is monotone: top-k of the logits, then a k-way softmax renormalises directly
             w, idx = router_logits.topk(top_k, dim=-1)
             gates.zero_().scatter_(-1, idx, torch.softmax(w, dim=-1))
+        """,
+    },
+    "layernorm": {
+        "naive": """
+            for i in range(x.shape[0]):
+                row = x[i]
+                mu = row.mean()
+                y[i] = (row - mu) / torch.sqrt(((row - mu) ** 2).mean() + eps) * norm_weight + norm_bias
+        """,
+        "eager": """
+            mean = x.mean(-1, keepdim=True)
+            var = (x - mean).pow(2).mean(-1, keepdim=True)
+            y.copy_((x - mean) / torch.sqrt(var + eps) * norm_weight + norm_bias)
+        """,
+        "fused": """
+            y.copy_(torch.nn.functional.layer_norm(x, (x.shape[-1],), norm_weight, norm_bias, eps))
+        """,
+    },
+    "gqa_attention": {
+        "naive": """
+            group = q.shape[0] // k.shape[0]
+            scale = 1.0 / q.shape[-1] ** 0.5
+            for h in range(q.shape[0]):
+                for t in range(q.shape[1]):
+                    s = (k[h // group, : t + 1] @ q[h, t]) * scale
+                    o[h, t] = torch.softmax(s, dim=-1) @ v[h // group, : t + 1]
+        """,
+        "eager": """
+            group = q.shape[0] // k.shape[0]
+            kk = k.repeat_interleave(group, dim=0)
+            vv = v.repeat_interleave(group, dim=0)
+            s = q @ kk.transpose(-1, -2) / q.shape[-1] ** 0.5
+            mask = torch.ones(q.shape[1], k.shape[1], dtype=torch.bool).tril()
+            o.copy_(torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ vv)
+        """,
+        "fused": """
+            sdpa = torch.nn.functional.scaled_dot_product_attention
+            o.copy_(sdpa(q, k, v, is_causal=True, enable_gqa=True))
         """,
     },
 }
@@ -342,5 +382,7 @@ def _output_shape_source(problem: str) -> str:
         "swiglu": "(x.shape[0], w_gate.shape[1])",
         "cross_entropy": "()",
         "moe_topk_routing": "tuple(router_logits.shape)",
+        "layernorm": "tuple(x.shape)",
+        "gqa_attention": "tuple(q.shape)",
     }[problem]
     return f"def _output_shape({inputs}):\n    return {shape}\n\n\n"
