@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -38,9 +39,11 @@ from neurips26.methods.solexecbench import (
 )
 from neurips26.methods.solexecbench.experiment import EXPERIMENT, summarise_run
 from neurips26.methods.solexecbench.problem_set import build_problems, problem_set_dir, write_problem_set
+from neurips26.methods.solexecbench.schema import SourceFile
 from neurips26.methods.solexecbench.solutions import (
     LADDER,
     RUNGS,
+    cpp_solution,
     ladder_solution,
     make_solution,
     red_team_solution,
@@ -431,3 +434,20 @@ def test_two_threads_honest_passes_and_thread_injection_is_caught():
         assert bench.evaluate(problem, ladder_solution("gemm_bias_relu", "fused")).statuses == ["PASSED"]
         caught = bench.evaluate(problem, red_team_solution("gemm_bias_relu", "thread_injection"))
     assert caught.statuses == ["REWARD_HACK"] and "threads grew" in caught.traces[0].evaluation.log
+
+
+def test_cpp_compile_error_is_a_status(rmsnorm, bench):
+    solution = cpp_solution("rmsnorm").model_copy(
+        update={"sources": [SourceFile(path="kernel.cpp", content="#error this kernel does not compile\n")]}
+    )
+    result = bench.evaluate(rmsnorm, solution)
+    assert result.statuses == ["COMPILE_ERROR"] and "does not compile" in result.traces[0].evaluation.log
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("NEURIPS26_CPP_TESTS"), reason="g++ build of a torch extension (~30 s)"
+)
+def test_cpp_solution_builds_and_passes(rmsnorm, bench):
+    result = bench.evaluate(rmsnorm, cpp_solution("rmsnorm"))
+    assert result.statuses == ["PASSED"], result.traces[0].evaluation.log

@@ -48,6 +48,7 @@ class SolExecBenchConfig:
         True, "upstream times the reference for speedup_factor; ours interleaves it (paired T_b, same load)"
     )
     timeout_s: float = param(60.0, "ours: wall timeout per (solution, problem) evaluation")
+    compile_timeout_s: float = param(300.0, "upstream: compile step separate, its own timeout (120 s GPU)")
     cpu_seconds: int = param(120, "ours: RLIMIT_CPU of the evaluation child")
     address_space_extra_bytes: int = param(4 * 2**30, "ours: RLIMIT_AS headroom above the forked driver")
     file_bytes: int = param(16 * 2**20, "ours: RLIMIT_FSIZE, the log is the only file a child writes")
@@ -97,7 +98,7 @@ class SolExecBenchConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-        for name in ("time_budget_s", "timeout_s", "fast_p"):
+        for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
         unknown = sorted(self._disabled() - set(DEFENCES))
         if unknown:

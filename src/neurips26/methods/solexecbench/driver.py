@@ -466,6 +466,16 @@ def _load_entry(staging: str, entry_point: str):
     return getattr(module, function)
 
 
+def _load_extension(described: dict):
+    """Import a C++ extension built by the compile step (by path) and return its entry function."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(described["module"], described["path"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, described["entry_point"].split("::")[1])
+
+
 def _block_extension_builds() -> None:
     """Python-language solutions may not build C++ at run time (upstream rule)."""
     try:
@@ -519,6 +529,9 @@ def _evaluate(request: dict) -> list[dict]:
     try:
         if request["solution"]["kind"] == "reference":
             solution, dps = namespace["run"], False
+        elif request["solution"]["kind"] == "extension":
+            solution = _load_extension(request["solution"])
+            dps = request["solution"]["dps"]
         else:
             sys.path.insert(0, request["staging"])
             solution = _load_entry(request["staging"], request["solution"]["entry_point"])

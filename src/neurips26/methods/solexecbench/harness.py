@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from neurips26.methods.solar import HardwareSpec, load_hardware
+from neurips26.methods.solexecbench.compile import build_cpp_extension
 from neurips26.methods.solexecbench.config import SolExecBenchConfig
 from neurips26.methods.solexecbench.core import (
     WorkloadScore,
@@ -30,7 +31,7 @@ from neurips26.methods.solexecbench.core import (
     sol_time_ms,
     summarise_problem,
 )
-from neurips26.methods.solexecbench.sandbox import Sandbox
+from neurips26.methods.solexecbench.sandbox import Sandbox, scrubbed_environment
 from neurips26.methods.solexecbench.schema import (
     CPU_LANGUAGES,
     Correctness,
@@ -194,7 +195,19 @@ class SolExecBench:
     def run_driver(self, problem: Problem, solution: Solution | None) -> list[dict[str, Any]]:
         """Per-workload driver results (``solution=None`` runs the reference as the solution)."""
         sources = {s.path: s.content for s in solution.sources} if solution is not None else {}
-        answer = self.sandbox.evaluate(self._request(problem, solution), sources)
+        request = self._request(problem, solution)
+        if solution is not None and solution.spec.languages[0] == "cpp":
+            built = build_cpp_extension(
+                solution,
+                self.sandbox.root,
+                scrubbed_environment(self.config.threads, str(self.sandbox.root)),
+                self.config.compile_timeout_s,
+            )
+            if built.path is None:
+                return [{"uuid": w.uuid, "status": built.status, "log": built.log} for w in problem.workloads]
+            request["solution"].update(kind="extension", path=built.path, module=built.module)
+            sources = {}
+        answer = self.sandbox.evaluate(request, sources)
         if "error" in answer:
             log = answer.get("log", "") + (
                 "\n" + answer["driver_log"][-1500:] if answer.get("driver_log") else ""

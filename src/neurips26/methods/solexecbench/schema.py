@@ -46,7 +46,7 @@ LANGUAGES = (
     "cpp",
 )
 PYTHON_LANGUAGES = ("pytorch", "triton", "cute_dsl", "cutile", "cudnn_frontend")
-CPU_LANGUAGES = ("pytorch",)  # languages this harness can run without CUDA (cpp: not built yet)
+CPU_LANGUAGES = ("pytorch", "cpp")  # languages this harness runs without CUDA
 
 
 class EvaluationStatus(StrEnum):

@@ -386,3 +386,57 @@ def _output_shape_source(problem: str) -> str:
         "gqa_attention": "tuple(q.shape)",
     }[problem]
     return f"def _output_shape({inputs}):\n    return {shape}\n\n\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# C++ rung (language "cpp", built by torch.utils.cpp_extension in the compile step)
+# ---------------------------------------------------------------------------------------------------------
+
+CPP_KERNELS = {
+    "rmsnorm": """
+        #include <torch/extension.h>
+        #include <cmath>
+
+        // one pass for the sum of squares, one for the scaled write: two reads of x, one write of y
+        void run(torch::Tensor x, torch::Tensor norm_weight, double eps, torch::Tensor y) {
+          TORCH_CHECK(x.is_contiguous() && y.is_contiguous() && norm_weight.is_contiguous(), "contiguous");
+          TORCH_CHECK(x.scalar_type() == torch::kFloat32, "float32 expected");
+          const int64_t rows = x.size(0), cols = x.size(1);
+          const float* xp = x.data_ptr<float>();
+          const float* wp = norm_weight.data_ptr<float>();
+          float* yp = y.data_ptr<float>();
+          for (int64_t i = 0; i < rows; ++i) {
+            const float* row = xp + i * cols;
+            float* out = yp + i * cols;
+            float acc = 0.0f;
+            for (int64_t j = 0; j < cols; ++j) acc += row[j] * row[j];
+            const float scale = 1.0f / std::sqrt(acc / static_cast<float>(cols) + static_cast<float>(eps));
+            for (int64_t j = 0; j < cols; ++j) out[j] = row[j] * scale * wp[j];
+          }
+        }
+
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
+    """,
+}
+
+
+def cpp_solution(problem: str) -> Solution:
+    """The C++ rung of ``problem`` (language ``cpp``, destination-passing style)."""
+    if problem not in CPP_KERNELS:
+        raise ValueError(f"problem={problem!r} has no C++ kernel; choose one of {sorted(CPP_KERNELS)}")
+    return Solution.model_validate(
+        {
+            "name": f"{problem}-cpp",
+            "definition": problem,
+            "author": "neurips26",
+            "spec": {
+                "languages": ["cpp"],
+                "target_hardware": ["cpu"],
+                "entry_point": "kernel.cpp::run",
+                "compile_options": {"cflags": ["-O3"]},
+            },
+            "sources": [
+                {"path": "kernel.cpp", "content": textwrap.dedent(CPP_KERNELS[problem]).strip() + "\n"}
+            ],
+        }
+    )
