@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from neurips26.core.config import param
 from neurips26.core.validation import check_choice, check_in_range, check_positive
-from neurips26.methods.solar.bounds import FIDELITIES
+from neurips26.methods.solar import FIDELITIES
 
 MODES = ("solexecbench", "naive", "kernelbench")
 DEFENCES = ("integrity", "threads", "processes", "mutation", "recheck", "sol_floor")
