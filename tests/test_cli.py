@@ -70,3 +70,11 @@ def test_run_end_to_end_writes_results_report_and_table(tmp_path, capsys) -> Non
 def test_python_dash_m_entry_point() -> None:
     out = subprocess.run([sys.executable, "-m", "neurips26", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and "neurips26" in out.stdout
+
+
+@pytest.mark.parametrize("tool", ["solar", "solexecbench"])
+def test_tool_subcommands_have_their_own_help(tool, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([tool, "--help"])
+    assert exc.value.code == 0
+    assert f"neurips26 {tool}" in capsys.readouterr().out

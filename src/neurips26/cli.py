@@ -265,15 +265,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _tool_main(name: str, module: str) -> Any:
     def run_tool(args: argparse.Namespace) -> int:
-        tool = importlib.import_module(module)
-        parser = argparse.ArgumentParser(prog=f"neurips26 {name}", description=(tool.__doc__ or "").strip())
-        tool.add_arguments(parser)
-        return int(tool.main(parser.parse_args(args.tool_args)))
+        return run_tool_command(name, args.tool_args)
 
     return run_tool
 
 
+def run_tool_command(name: str, argv: Sequence[str]) -> int:
+    """Build the tool's own parser (importing it only now) and run it on ``argv``."""
+    module = TOOLS[name][0]
+    tool = importlib.import_module(module)
+    parser = argparse.ArgumentParser(prog=f"neurips26 {name}", description=(tool.__doc__ or "").strip())
+    tool.add_arguments(parser)
+    return int(tool.main(parser.parse_args(list(argv))))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in TOOLS:  # the tool parses its own options, --help included
+        return run_tool_command(argv[0], argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "seeds", None) is not None and args.seeds < 1:

@@ -228,6 +228,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "harness",
         "Scoring kernels against SOL exposes headroom that speedup scores hide.",
         extras=("sol",),
+        experiment="neurips26.methods.solexecbench.experiment:EXPERIMENT",
+        estimate_s=450,
     ),
 )
 del _M
@@ -247,4 +249,8 @@ def get_spec(slug: str) -> MethodSpec:
 # The modules must import lazily (no torch at import) so `neurips26 --help` stays instant.
 TOOLS: dict[str, tuple[str, str]] = {
     "solar": ("neurips26.methods.solar.cli", "speed-of-light bounds: analyze, calibrate, hardware"),
+    "solexecbench": (
+        "neurips26.methods.solexecbench.cli",
+        "evaluate kernel solutions scored against the SOL",
+    ),
 }
