@@ -2,16 +2,16 @@
 
 A latent-cache entry is one token's content latent c (d_c) and RoPE key k_R (d_r). The formats compared:
 
-========================  ==========================================  =======================  ===========
-format                    content                                     RoPE                     bytes/token
-========================  ==========================================  =======================  ===========
-``fp32``                  float32 (the full-precision reference)      float32                  4 d_c + 4 d_r
-``bf16``                  BF16                                        BF16                     2 d_c + 2 d_r
-``fp8_tensor_joint``      FP8, one static scale per tensor over [c; k_R]  FP8 (same scale)      d_c + d_r (+4 per layer)
-``fp8_token_joint``       FP8, one scale per token over [c; k_R]      FP8 (same scale)         d_c + d_r + 4
-``fp8_tile`` (FlashMLA)   FP8, one fp32 scale per tile of channels    BF16                     d_c + 4 n_tiles + 2 d_r
-``fp8_token`` (SnapMLA)   FP8, one fp32 scale per token               BF16                     d_c + 4 + 2 d_r
-========================  ==========================================  =======================  ===========
+=====================  ===============================================  ================  ==================
+format                 content                                          RoPE              bytes/token/layer
+=====================  ===============================================  ================  ==================
+``fp32``               float32 (the full-precision reference)           float32           4 d_c + 4 d_r
+``bf16``               BF16                                             BF16              2 d_c + 2 d_r
+``fp8_tensor_joint``   FP8, one static scale per tensor over [c; k_R]   FP8, same scale   d_c + d_r
+``fp8_token_joint``    FP8, one scale per token over [c; k_R]           FP8, same scale   d_c + d_r + 4
+``fp8_tile``           FP8, n fp32 scales per token (FlashMLA)         BF16              d_c + 4 n + 2 d_r
+``fp8_token``          FP8, one fp32 scale per token (SnapMLA)          BF16              d_c + 4 + 2 d_r
+=====================  ===============================================  ================  ==================
 
 For DeepSeek-V3 (d_c 512, d_r 64): 1152, 576, 580, 656 and 644 bytes. The packed rows are byte-exact:
 SnapMLA ``[d_c FP8][fp32 scale][d_r BF16]`` and FlashMLA's documented "FP8 with scale" layout
@@ -280,7 +280,7 @@ def _check_rows(rows: torch.Tensor, width: int, name: str, d_c: int, d_r: int) -
 
 
 def snapmla_to_flashmla(encoded: EncodedLatent, n_tiles: int = 4) -> EncodedLatent:
-    """Per-token -> per-tile scales: every tile takes the token's scale; codes and RoPE unchanged (lossless)."""
+    """Per-token -> per-tile scales: each tile takes its token's scale; codes and RoPE stay (lossless)."""
     if encoded.format != "fp8_token":
         raise ValueError(f"snapmla_to_flashmla needs an 'fp8_token' cache, got {encoded.format!r}")
     assert encoded.scale is not None

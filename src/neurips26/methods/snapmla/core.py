@@ -45,6 +45,7 @@ __all__ = [
     "online_latent_attention",
     "project_latent_output",
     "quantize_e4m3",
+    "quantize_p_block",
     "split_kv_b_weight",
 ]
 
@@ -82,9 +83,7 @@ def amax_scales(amax: torch.Tensor, mode: ScaleMode = "float") -> torch.Tensor:
     return scale
 
 
-def quantize_e4m3(
-    x: torch.Tensor, scale: torch.Tensor, *, enabled: bool = True
-) -> tuple[torch.Tensor, int]:
+def quantize_e4m3(x: torch.Tensor, scale: torch.Tensor, *, enabled: bool = True) -> tuple[torch.Tensor, int]:
     """FP8 E4M3 codes of ``x / scale`` (as x's dtype), clamped to +-448, and the number of clamped values.
 
     ``scale`` broadcasts against ``x``. With ``enabled=False`` the scaled values are returned uncast (the
@@ -189,7 +188,7 @@ def align_rope_to_quant_domain(
     return bf16_round(aligned) if round_bf16 else aligned
 
 
-def _quantize_p_block(
+def quantize_p_block(
     p_scaled: torch.Tensor,
     p_mode: PMode,
     static_scale: float | None,
@@ -289,7 +288,7 @@ def online_latent_attention(
         probs = torch.exp(logits - safe_max.unsqueeze(-1))
         denominator = denominator * correction + probs.sum(dim=-1)
         probs_scaled = probs * s_blk  # fuse V's per-token scales into P
-        p_operand, p_scale = _quantize_p_block(probs_scaled, p_mode, static_p_scale, scale_mode, fp8_enabled)
+        p_operand, p_scale = quantize_p_block(probs_scaled, p_mode, static_p_scale, scale_mode, fp8_enabled)
         output = output * correction.unsqueeze(-1) + torch.matmul(p_operand, c_blk) * p_scale
         running_max = new_max
     result = output / denominator.unsqueeze(-1)

@@ -108,7 +108,9 @@ class LatentMLACache(Cache):
     def __init__(self, config: Any, recipe: DecodeRecipe) -> None:
         for name in ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim"):
             if not hasattr(config, name):
-                raise TypeError(f"config has no {name!r}: LatentMLACache needs an MLA (DeepSeek-V2/V3) config")
+                raise TypeError(
+                    f"config has no {name!r}: LatentMLACache needs an MLA (DeepSeek-V2/V3) config"
+                )
         super().__init__(layers=[LatentMLALayer(recipe) for _ in range(config.num_hidden_layers)])
         self.recipe = recipe
         self.kv_lora_rank = int(config.kv_lora_rank)
@@ -173,6 +175,22 @@ def _additive_mask(
     return torch.zeros(n_query, total, dtype=dtype).masked_fill(~allowed, float("-inf"))
 
 
+def _shadow_latent_cache(module: torch.nn.Module, host: Cache, recipe: DecodeRecipe) -> LatentMLACache:
+    """The latent store riding on a cache that transformers created itself (e.g. ``DynamicCache`` in
+    ``generate`` or a plain forward): the host keeps one-wide placeholders per token so that its
+    ``get_seq_length`` stays right, and the latents live here."""
+    shadow = getattr(host, "_snapmla_latent", None)
+    if shadow is None or shadow.recipe != recipe:
+        if host.get_seq_length() > 0:
+            raise ValueError(
+                "past_key_values already holds tokens computed outside use_latent_mla; start from an empty "
+                "cache or pass a LatentMLACache"
+            )
+        shadow = LatentMLACache(module.config, recipe)
+        host._snapmla_latent = shadow
+    return shadow
+
+
 def latent_mla_forward(
     self: torch.nn.Module,
     hidden_states: torch.Tensor,
@@ -187,7 +205,9 @@ def latent_mla_forward(
     The latent c = RMSNorm(W_DKV h) and the RoPE key k_R are appended to the cache in the recipe's format;
     queries are absorbed (q~ = W_UK^T q^C) and the recipe's kernel attends over the cache; the latent
     output goes through W_UV and ``o_proj``. Without a cache (``use_cache=False``) the prompt's own
-    latents are encoded and attended (the same numbers as decoding it token by token).
+    latents are encoded and attended (the same numbers as decoding it token by token). A cache that
+    transformers created itself (``DynamicCache``) gets a latent store attached and only one-wide
+    placeholders in its own tensors.
     """
     recipe: DecodeRecipe = self._snapmla_recipe
     batch, n_query = hidden_states.shape[:2]
@@ -208,10 +228,13 @@ def latent_mla_forward(
         encoded = past_key_values.append(self.layer_idx, latent, k_rot)
     elif past_key_values is None:
         encoded = recipe.encode(latent, k_rot)
+    elif isinstance(past_key_values, Cache):
+        encoded = _shadow_latent_cache(self, past_key_values, recipe).append(self.layer_idx, latent, k_rot)
+        placeholder = latent.new_zeros(batch, 1, n_query, 1)  # keeps the host cache's length right
+        past_key_values.update(placeholder, placeholder, self.layer_idx)
     else:
         raise TypeError(
-            f"past_key_values is a {type(past_key_values).__name__}; inside use_latent_mla pass a "
-            "LatentMLACache(model.config, recipe) (or use_cache=False)"
+            f"past_key_values must be a transformers Cache or None, got {type(past_key_values).__name__}"
         )
     w_uk, w_uv = split_kv_b_weight(self.kv_b_proj.weight, heads, d_nope, self.v_head_dim)
     q_latent = absorb_query(q_nope.float(), w_uk.float())
