@@ -21,6 +21,7 @@ def tiny_deepseek_v3_config(
     qk_rope_head_dim: int = 8,
     qk_nope_head_dim: int = 16,
     v_head_dim: int = 16,
+    q_lora_rank: int | None = None,
     vocab_size: int = 128,
     max_position_embeddings: int = 4096,
     rope_interleave: bool = True,
@@ -30,7 +31,8 @@ def tiny_deepseek_v3_config(
     """A small ``DeepseekV3Config`` with MLA attention and every layer dense (no MoE).
 
     ``first_k_dense_replace = num_hidden_layers`` makes every decoder layer use the dense MLP, so the
-    model is MLA attention + SwiGLU MLPs. ``q_lora_rank=None`` gives a plain query projection.
+    model is MLA attention + SwiGLU MLPs. ``q_lora_rank=None`` (default) gives a plain query projection,
+    an int the low-rank one.
     """
     from transformers import DeepseekV3Config
 
@@ -47,7 +49,7 @@ def tiny_deepseek_v3_config(
         n_group=1,
         topk_group=1,
         first_k_dense_replace=num_hidden_layers,
-        q_lora_rank=None,
+        q_lora_rank=q_lora_rank,
         kv_lora_rank=kv_lora_rank,
         qk_rope_head_dim=qk_rope_head_dim,
         qk_nope_head_dim=qk_nope_head_dim,

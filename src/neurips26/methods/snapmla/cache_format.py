@@ -9,7 +9,7 @@ format                 content                                          RoPE    
 ``bf16``               BF16                                             BF16              2 d_c + 2 d_r
 ``fp8_tensor_joint``   FP8, one static scale per tensor over [c; k_R]   FP8, same scale   d_c + d_r
 ``fp8_token_joint``    FP8, one scale per token over [c; k_R]           FP8, same scale   d_c + d_r + 4
-``fp8_tile``           FP8, n fp32 scales per token (FlashMLA)         BF16              d_c + 4 n + 2 d_r
+``fp8_tile``           FP8, n fp32 scales per token (FlashMLA)          BF16              d_c + 4 n + 2 d_r
 ``fp8_token``          FP8, one fp32 scale per token (SnapMLA)          BF16              d_c + 4 + 2 d_r
 =====================  ===============================================  ================  ==================
 

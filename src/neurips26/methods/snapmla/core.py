@@ -4,7 +4,8 @@ Everything here works on plain tensors. The pieces, in the order of the decode p
 
 1. FP8 E4M3 quantization with explicit scales (``quantize_e4m3``), one scale per token (or per tile, or
    per tensor) computed from the absolute maximum (``amax_scales``). Values beyond +-448 after scaling are
-   clamped and counted, never cast (a cast of an out-of-range value to ``float8_e4m3fn`` gives NaN).
+   clamped explicitly and counted: torch's CPU cast saturates silently, while a GPU conversion without
+   saturation gives NaN, so the clamp makes the result backend-independent and the overflow visible.
 2. The absorbed MLA decode (DeepSeek-V2/V3): with the latent cache c (B, T, d_c) and the RoPE key
    k_R (B, T, d_r), the head-h logits are ``(q_h^C W_UK,h) . c_t + q_h^R . k_R,t`` and the output is
    ``W_UV,h sum_t p_t c_t`` (``absorb_query``, ``project_latent_output``).
