@@ -402,3 +402,26 @@ def test_readme_usage_snippet_runs() -> None:
     namespace: dict = {}
     exec(compile(snippet, str(readme), "exec"), namespace)
     assert namespace["cache"].get_seq_length() == namespace["tokens"].shape[1]
+
+
+def test_rope_gain_rescale_preserves_the_function_and_widens_the_rope_range() -> None:
+    from neurips26.methods.snapmla.integration import rescale_rope_projection
+
+    model = tiny_deepseek_v3(q_lora_rank=16)
+    ids = torch.randint(0, 128, (1, 20))
+    with torch.no_grad():
+        before = model(ids).logits
+        rope_before = capture_latents_rope(model, ids)
+        rescale_rope_projection(model, 256.0)
+        after = model(ids).logits
+        rope_after = capture_latents_rope(model, ids)
+    torch.testing.assert_close(after, before, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(rope_after, 256 * rope_before)
+    with pytest.raises(ValueError, match="gain"):
+        rescale_rope_projection(model, 0.0)
+
+
+def capture_latents_rope(model, ids):
+    from neurips26.methods.snapmla import capture_latents
+
+    return capture_latents(model, ids)[0]["rope"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neurips26.core.config import param
-from neurips26.core.validation import check_choice
+from neurips26.core.validation import check_choice, check_positive
 
 MODELS = ("tiny-mla", "random")
 SCALE_MODES = ("float", "pow2")
@@ -26,7 +26,12 @@ class SnapMLAConfig:
     block_size: int = param(64, "paper: P is quantized per 64-token block inside the online softmax")
     n_tiles: int = param(4, "FlashMLA format: 512 channels / 128 per scale = 4 scales per token")
     scale_mode: str = param("float", "paper: one fp32 scale per token (644 B rows)")
-    probe_samples: int = param(8, "ours: retrieval probes per kind (zoo model only)")
+    rope_gain: float = param(
+        1.0,
+        "ours: function-preserving k_R x gain, q_R / gain; 256 (a power of two, so exact) takes the "
+        "tiny model's RoPE/content range ratio from ~0.3 to ~80, near the ~1e3/1e1 reported for DeepSeek",
+    )
+    probe_samples: int = param(4, "ours: retrieval probes per kind (zoo model only)")
     decode_timing_reps: int = param(3, "ours: median of 3 timed CPU decode steps")
 
     def __post_init__(self) -> None:
@@ -36,6 +41,7 @@ class SnapMLAConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive("rope_gain", self.rope_gain)
         for name in ("probe_samples", "decode_timing_reps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

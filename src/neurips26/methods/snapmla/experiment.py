@@ -32,7 +32,7 @@ from neurips26.methods.snapmla.analysis import (
 from neurips26.methods.snapmla.baselines import RECIPES
 from neurips26.methods.snapmla.cache_format import bytes_per_token
 from neurips26.methods.snapmla.config import SnapMLAConfig
-from neurips26.methods.snapmla.integration import capture_latents, use_latent_mla
+from neurips26.methods.snapmla.integration import capture_latents, rescale_rope_projection, use_latent_mla
 from neurips26.methods.snapmla.pipeline import DecodeRecipe
 from neurips26.testing.tiny_llms import tiny_deepseek_v3
 
@@ -51,17 +51,23 @@ FALLBACK_SHAPE = {
 
 
 @functools.lru_cache(maxsize=2)
-def load_model(name: str) -> tuple[Any, Any, bool]:
-    """(model, tokenizer or None, trained?) — the zoo checkpoint when importable, else the fallback."""
+def load_model(name: str, rope_gain: float = 1.0) -> tuple[Any, Any, bool]:
+    """(model, tokenizer or None, trained?) — the zoo checkpoint when importable, else the fallback;
+    ``rope_gain`` != 1 applies the function-preserving :func:`rescale_rope_projection`."""
+    model, tokenizer, trained = None, None, False
     if name == "tiny-mla":
         try:
             from neurips26.zoo import load
 
             model, tokenizer = load("tiny-mla")
-            return model.float().eval(), tokenizer, True
+            model, trained = model.float().eval(), True
         except (ImportError, OSError, ValueError, KeyError):
-            pass
-    return tiny_deepseek_v3(seed=0, **FALLBACK_SHAPE), None, False
+            model = None
+    if model is None:
+        model = tiny_deepseek_v3(seed=0, **FALLBACK_SHAPE)
+    if rope_gain != 1.0:
+        rescale_rope_projection(model, rope_gain)
+    return model, tokenizer, trained
 
 
 def _window(model: Any, tokenizer: Any, length: int, seed: int) -> torch.Tensor:
@@ -77,9 +83,9 @@ def _window(model: Any, tokenizer: Any, length: int, seed: int) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=4)
-def _reference(name: str, context: int, generate: int, seed: int) -> dict[str, Any]:
+def _reference(name: str, rope_gain: float, context: int, generate: int, seed: int) -> dict[str, Any]:
     """The float32 model's greedy continuation, logits and captured latents (shared by every recipe)."""
-    model, tokenizer, _ = load_model(name)
+    model, tokenizer, _ = load_model(name, rope_gain)
     prompt = _window(model, tokenizer, context, seed)
     with torch.no_grad():
         sequence = model.generate(
@@ -134,11 +140,13 @@ def run(recipe: DecodeRecipe, config: SnapMLAConfig, profile: Profile, seed: int
     recipe = recipe.with_options(
         block_size=config.block_size, n_tiles=config.n_tiles, scale_mode=config.scale_mode
     )
-    model, tokenizer, trained = load_model(config.model)
+    model, tokenizer, trained = load_model(config.model, config.rope_gain)
     d_c, d_r = int(model.config.kv_lora_rank), int(model.config.qk_rope_head_dim)
     if d_c % config.n_tiles:
         raise ValueError(f"n_tiles={config.n_tiles} must divide the model's kv_lora_rank={d_c}")
-    reference = _reference(config.model, config.context_tokens, config.generate_tokens, seed)
+    reference = _reference(
+        config.model, config.rope_gain, config.context_tokens, config.generate_tokens, seed
+    )
     layers = reference["layers"]
     errors = [
         attention_kernel_error(recipe, layer, config.n_queries)
@@ -170,7 +178,7 @@ def run(recipe: DecodeRecipe, config: SnapMLAConfig, profile: Profile, seed: int
     return metrics
 
 
-GRID = {"context_tokens": [512, 1024, 2048]}
+GRID = {"context_tokens": [512, 1024, 2048], "rope_gain": [1.0, 256.0]}
 
 EXPERIMENT = Experiment(
     slug="snapmla",
@@ -235,14 +243,15 @@ EXPERIMENT = Experiment(
             "smoke",
             budget_s=40,
             overrides={"context_tokens": 256, "n_queries": 8, "generate_tokens": 16, "probe_samples": 1},
+            grid={"rope_gain": [1.0, 256.0]},
         ),
-        "default": Profile("default", budget_s=300, seeds=3, grid=GRID),
+        "default": Profile("default", budget_s=300, seeds=2, grid=GRID),
         "full": Profile(
             "full",
             budget_s=3600,
             seeds=5,
             overrides={"generate_tokens": 512, "probe_samples": 32},
-            grid={"context_tokens": [512, 1024, 2048, 4096]},
+            grid={"context_tokens": [512, 1024, 2048, 4096], "rope_gain": [1.0, 256.0]},
         ),
     },
     run=run,

@@ -33,6 +33,7 @@ __all__ = [
     "capture_latents",
     "latent_mla_forward",
     "mla_attention_modules",
+    "rescale_rope_projection",
     "use_latent_mla",
 ]
 
@@ -300,3 +301,25 @@ def capture_latents(model: torch.nn.Module, input_ids: torch.Tensor) -> list[dic
         entry["scaling"] = float(module.scaling)
         layers.append(entry)
     return layers
+
+
+@torch.no_grad()
+def rescale_rope_projection(model: torch.nn.Module, gain: float) -> torch.nn.Module:
+    """Multiply every layer's RoPE key projection by ``gain`` and its RoPE query projection by ``1/gain``.
+
+    RoPE is linear, so ``(q_R / g) . (g k_R) = q_R . k_R``: the model computes the same function (bit for
+    bit when ``gain`` is a power of two) while its cached k_R spans ``gain`` times the range. This injects
+    the content/RoPE heterogeneity that trained DeepSeek models show (RoPE keys around 1e3 versus a
+    latent around 1e1) into a tiny model that lacks it. Modifies ``model`` in place and returns it.
+    """
+    if not (isinstance(gain, (int, float)) and gain > 0):
+        raise ValueError(f"gain must be a positive number, got {gain!r}")
+    for module in mla_attention_modules(model):
+        d_c, d_nope, d_rope = module.kv_lora_rank, module.qk_nope_head_dim, module.qk_rope_head_dim
+        module.kv_a_proj_with_mqa.weight[d_c:] *= gain
+        if module.kv_a_proj_with_mqa.bias is not None:
+            module.kv_a_proj_with_mqa.bias[d_c:] *= gain
+        q_linear = module.q_proj if module.q_lora_rank is None else module.q_b_proj
+        rows = q_linear.weight.view(module.num_heads, d_nope + d_rope, -1)
+        rows[:, d_nope:] /= gain
+    return model
