@@ -22,13 +22,17 @@ from neurips26.methods.snapmla import (
     align_rope_to_quant_domain,
     amax_scales,
     bytes_per_token,
+    capture_latents,
     decode_latent,
+    decode_latent_attention,
     encode_latent,
     flashmla_to_snapmla,
+    key_operands,
     latent_attention_reference,
     online_latent_attention,
     pack_flashmla_rows,
     pack_snapmla_rows,
+    prepare_query,
     quantize_e4m3,
     quantize_p_block,
     snapmla_to_flashmla,
@@ -38,6 +42,7 @@ from neurips26.methods.snapmla import (
 )
 from neurips26.methods.snapmla.analysis import memory_bound_attention_speedup
 from neurips26.methods.snapmla.experiment import EXPERIMENT
+from neurips26.methods.snapmla.integration import rescale_rope_projection
 from neurips26.testing import check_experiment_contract
 from neurips26.testing.tiny_llms import tiny_deepseek_v3
 
@@ -216,9 +221,6 @@ def _naive_pipeline_oracle(query, keys, scaling, block):
 
 def test_vectorised_kernel_matches_per_token_loop_oracle() -> None:
     x = _latents(tokens=70, d_c=8, d_r=4, heads=2, n_query=2)
-    query = SNAPMLA.encode  # noqa: F841  (the recipe's pieces are used below)
-    from neurips26.methods.snapmla import key_operands, prepare_query
-
     keys = key_operands(SNAPMLA.encode(x["content"], x["rope"]))
     q = prepare_query(SNAPMLA, x["q_content"], x["q_rope"])
     ours = online_latent_attention(q, keys, 0.25, block_size=32, p_mode="fp8_block")
@@ -341,8 +343,6 @@ def test_head_dims_that_do_not_match_the_cache_layout_are_rejected() -> None:
         cache.append(0, torch.zeros(1, 2, 16), torch.zeros(1, 2, 8))
     x = _latents(d_c=32, d_r=8)
     encoded = SNAPMLA.encode(x["content"], x["rope"])
-    from neurips26.methods.snapmla import decode_latent_attention
-
     with pytest.raises(ValueError, match="cache layout"):
         decode_latent_attention(SNAPMLA, x["q_content"][..., :16], x["q_rope"], encoded, 0.1)
     with pytest.raises(ValueError, match="bytes per token"):
@@ -405,8 +405,6 @@ def test_readme_usage_snippet_runs() -> None:
 
 
 def test_rope_gain_rescale_preserves_the_function_and_widens_the_rope_range() -> None:
-    from neurips26.methods.snapmla.integration import rescale_rope_projection
-
     model = tiny_deepseek_v3(q_lora_rank=16)
     ids = torch.randint(0, 128, (1, 20))
     with torch.no_grad():
@@ -422,6 +420,4 @@ def test_rope_gain_rescale_preserves_the_function_and_widens_the_rope_range() ->
 
 
 def capture_latents_rope(model, ids):
-    from neurips26.methods.snapmla import capture_latents
-
     return capture_latents(model, ids)[0]["rope"]
