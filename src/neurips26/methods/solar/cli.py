@@ -1,0 +1,107 @@
+"""SOLAR: AI-Powered Speed-of-Light Performance Analysis — the ``neurips26 solar`` subcommands.
+
+``neurips26 solar analyze path/to/file.py:Model --hw H200`` (KernelBench form: the file defines ``Model``,
+``get_inputs()`` and optionally ``get_init_inputs()``; ``suite:NAME`` picks an authored program),
+``neurips26 solar calibrate`` (measure ``cpu-local``) and ``neurips26 solar hardware`` (list specs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from neurips26.methods.solar.hardware import (
+    calibrate_cpu_local,
+    known_hardware,
+    load_hardware,
+    save_hardware,
+    user_hardware_dir,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``analyze``, ``calibrate`` and ``hardware`` subcommands to ``parser``."""
+    sub = parser.add_subparsers(dest="solar_command", required=True)
+    analyze = sub.add_parser("analyze", help="speed-of-light bounds of a program")
+    analyze.add_argument("target", help="path/to/file.py:Model (KernelBench form) or suite:NAME")
+    analyze.add_argument("--hw", default="H100-SXM", help="hardware spec name or YAML path")
+    analyze.add_argument("--json", dest="json_path", default=None, help="write the full report as JSON here")
+    analyze.add_argument(
+        "--yaml", dest="yaml_path", default=None, help="write the SOLAR-style einsum graph here"
+    )
+    analyze.add_argument("--no-validate", action="store_true", help="skip the validation gate")
+    analyze.add_argument("--trace-device", default="meta", choices=("meta", "cpu"))
+    calibrate = sub.add_parser("calibrate", help="measure this machine's peaks into cpu-local.yaml")
+    calibrate.add_argument("--out", default=None, help="YAML path (default: the user hardware directory)")
+    calibrate.add_argument("--headroom", type=float, default=1.5)
+    sub.add_parser("hardware", help="list known hardware specs")
+
+
+def load_target(target: str) -> tuple[Any, list[Any]]:
+    """Build ``(program, inputs)`` from ``file.py:Model`` or ``suite:NAME``."""
+    if target.startswith("suite:"):
+        from neurips26.methods.solar.suite import get_program
+
+        return get_program(target.removeprefix("suite:")).build("cpu")
+    if ":" not in target:
+        raise ValueError(f"target={target!r} must look like path/to/file.py:Model or suite:NAME")
+    path_text, attr = target.rsplit(":", 1)
+    path = Path(path_text)
+    if not path.is_file():
+        raise ValueError(f"target file {path} does not exist")
+    spec = importlib.util.spec_from_file_location(f"_solar_target_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, attr):
+        raise ValueError(f"{path} defines no {attr!r}")
+    if not hasattr(module, "get_inputs"):
+        raise ValueError(f"{path} must define get_inputs() (KernelBench form)")
+    obj = getattr(module, attr)
+    if isinstance(obj, type):
+        init = module.get_init_inputs() if hasattr(module, "get_init_inputs") else []
+        obj = obj(*init)
+        if hasattr(obj, "eval"):
+            obj.eval()
+    return obj, list(module.get_inputs())
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run one ``solar`` subcommand; print one line per failure and return an exit code."""
+    try:
+        if args.solar_command == "hardware":
+            for name in known_hardware():
+                print(name)
+            return 0
+        if args.solar_command == "calibrate":
+            spec = calibrate_cpu_local(headroom=args.headroom)
+            path = save_hardware(spec, args.out or user_hardware_dir() / "cpu-local.yaml")
+            print(f"wrote {path}: {spec.notes}")
+            return 0
+        from neurips26.methods.solar.core import analyze
+        from neurips26.methods.solar.export import to_solar_yaml
+
+        hw = load_hardware(args.hw)
+        program, inputs = load_target(args.target)
+        report = analyze(
+            program, inputs, hw=hw, trace_device=args.trace_device, validate=not args.no_validate
+        )
+        print(report.summary())
+        if args.json_path:
+            report.to_json(args.json_path)
+        if args.yaml_path:
+            Path(args.yaml_path).write_text(to_solar_yaml(report))
+        return 0
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        print(f"solar: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="neurips26 solar")
+    add_arguments(parser)
+    sys.exit(main(parser.parse_args()))
