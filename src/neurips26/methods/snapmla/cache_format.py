@@ -198,7 +198,7 @@ def key_operands(encoded: EncodedLatent, *, align_rope: bool = True) -> KeyOpera
     """
     content, rope = encoded.content.float(), encoded.rope.float()
     batch, tokens = content.shape[:2]
-    ones = torch.ones(batch, tokens)
+    ones = torch.ones(batch, tokens, device=content.device)
     fmt, scale = encoded.format, encoded.scale
     if fmt in ("fp32", "bf16"):
         return KeyOperands(content, rope, ones)

@@ -267,9 +267,10 @@ def online_latent_attention(
             f"(content {keys.content.shape[-1]}, rope {keys.rope.shape[-1]})"
         )
     dtype = q_c.dtype
-    running_max = torch.full((batch, heads, n_query), float("-inf"), dtype=dtype)
-    denominator = torch.zeros((batch, heads, n_query), dtype=dtype)
-    output = torch.zeros((batch, heads, n_query, d_c), dtype=dtype)
+    device = q_c.device
+    running_max = torch.full((batch, heads, n_query), float("-inf"), dtype=dtype, device=device)
+    denominator = torch.zeros((batch, heads, n_query), dtype=dtype, device=device)
+    output = torch.zeros((batch, heads, n_query, d_c), dtype=dtype, device=device)
     all_logits = []
     for start in range(0, total, block_size):
         stop = min(start + block_size, total)

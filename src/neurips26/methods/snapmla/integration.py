@@ -159,21 +159,21 @@ def _rotary(module: torch.nn.Module) -> Any:
 
 
 def _additive_mask(
-    attention_mask: torch.Tensor | None, n_query: int, total: int, dtype: torch.dtype
+    attention_mask: torch.Tensor | None, n_query: int, total: int, dtype: torch.dtype, device: torch.device
 ) -> torch.Tensor | None:
     """The model's 4D mask when it covers all cached tokens, else a causal mask by position."""
     if isinstance(attention_mask, torch.Tensor) and attention_mask.ndim == 4:
         mask = attention_mask[..., -n_query:, :total]
         if mask.shape[-1] == total:
             if mask.dtype == torch.bool:
-                return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, float("-inf"))
+                return torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, float("-inf"))
             return mask.to(dtype)
     if n_query == 1:
         return None
     past = total - n_query
-    query_pos = torch.arange(n_query).unsqueeze(-1) + past
-    allowed = torch.arange(total).unsqueeze(0) <= query_pos
-    return torch.zeros(n_query, total, dtype=dtype).masked_fill(~allowed, float("-inf"))
+    query_pos = torch.arange(n_query, device=device).unsqueeze(-1) + past
+    allowed = torch.arange(total, device=device).unsqueeze(0) <= query_pos
+    return torch.zeros(n_query, total, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
 
 
 def _shadow_latent_cache(module: torch.nn.Module, host: Cache, recipe: DecodeRecipe) -> LatentMLACache:
@@ -239,7 +239,7 @@ def latent_mla_forward(
         )
     w_uk, w_uv = split_kv_b_weight(self.kv_b_proj.weight, heads, d_nope, self.v_head_dim)
     q_latent = absorb_query(q_nope.float(), w_uk.float())
-    mask = _additive_mask(attention_mask, n_query, encoded.num_tokens, torch.float32)
+    mask = _additive_mask(attention_mask, n_query, encoded.num_tokens, torch.float32, hidden_states.device)
     capture = getattr(self, "_snapmla_capture", None)
     if capture is not None:
         capture.append(

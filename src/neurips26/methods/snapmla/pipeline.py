@@ -98,7 +98,7 @@ SNAPMLA = DecodeRecipe("snapmla", "fp8_token", "fp8_row_content", "fp8_block")
 def prepare_query(recipe: DecodeRecipe, q_content: torch.Tensor, q_rope: torch.Tensor) -> QueryOperands:
     """Fused-Q-Quant: the query operands of ``recipe`` from q~ (B, H, Tq, d_c) and q_R (B, H, Tq, d_r)."""
     q_content, q_rope = q_content.float(), q_rope.float()
-    ones = torch.ones(q_content.shape[:-1])
+    ones = torch.ones(q_content.shape[:-1], device=q_content.device)
     fmt, enabled = recipe.query_format, recipe.fp8_enabled
     if fmt == "fp32":
         return QueryOperands(q_content, q_rope, ones)
