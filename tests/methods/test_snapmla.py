@@ -421,3 +421,22 @@ def test_rope_gain_rescale_preserves_the_function_and_widens_the_rope_range() ->
 
 def capture_latents_rope(model, ids):
     return capture_latents(model, ids)[0]["rope"]
+
+
+def test_fp8_qk_emulation_matches_torch_scaled_mm_rowwise() -> None:
+    """torch's own FP8 GEMM (row-wise scales) is an independent oracle for the emulated QK product."""
+    x = _latents(tokens=48, d_c=64, d_r=8, heads=1, n_query=16)
+    zeros_q, zeros_k = torch.zeros_like(x["q_rope"]), torch.zeros_like(x["rope"])
+    keys = key_operands(SNAPMLA.encode(x["content"], zeros_k))
+    query = prepare_query(SNAPMLA, x["q_content"], zeros_q)
+    _, logits = online_latent_attention(query, keys, 1.0, p_mode="exact", return_logits=True)
+    q8 = query.content[0, 0].to(torch.float8_e4m3fn)
+    c8 = keys.content[0].to(torch.float8_e4m3fn)
+    reference = torch._scaled_mm(
+        q8,
+        c8.t(),
+        scale_a=query.scale[0, 0].unsqueeze(-1).float(),
+        scale_b=keys.scale[0].unsqueeze(0).float().contiguous(),
+        out_dtype=torch.float32,
+    )
+    torch.testing.assert_close(logits[0, 0], reference, atol=1e-5, rtol=1e-5)
