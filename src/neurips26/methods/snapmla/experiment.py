@@ -97,7 +97,14 @@ def _reference(name: str, rope_gain: float, context: int, generate: int, seed: i
             pad_token_id=model.config.eos_token_id,
         )
         logits = model(sequence, use_cache=False).logits.float()
-    return {"sequence": sequence, "logits": logits, "layers": capture_latents(model, prompt)}
+        with use_latent_mla(model, RECIPES["bf16"]):
+            bf16_predictions = model(sequence, use_cache=False).logits.argmax(-1)
+    return {
+        "sequence": sequence,
+        "logits": logits,
+        "bf16_predictions": bf16_predictions,
+        "layers": capture_latents(model, prompt),
+    }
 
 
 def _model_level(model: Any, recipe: DecodeRecipe, reference: dict[str, Any], context: int) -> dict:
@@ -107,13 +114,19 @@ def _model_level(model: Any, recipe: DecodeRecipe, reference: dict[str, Any], co
     continuation = slice(context - 1, sequence.shape[1] - 1)
     predicted = logits[0, continuation].argmax(-1)
     agreement = float((predicted == sequence[0, context:]).float().mean())
+    agreement_bf16 = float((predicted == reference["bf16_predictions"][0, continuation]).float().mean())
     log_p_ref = torch.log_softmax(ref_logits[0], -1)
     log_p = torch.log_softmax(logits[0], -1)
     kl = float((log_p_ref.exp() * (log_p_ref - log_p)).sum(-1)[continuation].mean())
     targets = sequence[0, 1:context]
     nll = -log_p[: context - 1].gather(-1, targets[:, None]).mean()
     nll_ref = -log_p_ref[: context - 1].gather(-1, targets[:, None]).mean()
-    return {"token_agreement": agreement, "next_token_kl": kl, "nll_delta": float(nll - nll_ref)}
+    return {
+        "token_agreement": agreement,
+        "token_agreement_vs_bf16": agreement_bf16,
+        "next_token_kl": kl,
+        "nll_delta": float(nll - nll_ref),
+    }
 
 
 def _probe_accuracy(
@@ -222,6 +235,12 @@ EXPERIMENT = Experiment(
         Metric("attn_kl", "min", "nats", "KL(p_ref || p) of attention probabilities, mean over layers/heads"),
         Metric("fp8_overflow", "min", "values", "values clamped at +-448 while encoding the cache"),
         Metric("token_agreement", "max", "share", "teacher-forced greedy agreement with the fp32 model"),
+        Metric(
+            "token_agreement_vs_bf16",
+            "max",
+            "share",
+            "teacher-forced argmax agreement with the BF16 recipe on the same sequence",
+        ),
         Metric("next_token_kl", "min", "nats", "KL of next-token distributions vs fp32 on the continuation"),
         Metric("nll_delta", "min", "nats", "mean NLL change on the context window vs fp32"),
         Metric("probe_accuracy", "max", "share", "retrieval probes (kv, passkey, MQAR); zoo model only"),
