@@ -19,7 +19,8 @@ from neurips26.methods.snapmla.analysis import (
     memory_bound_attention_speedup,
 )
 from neurips26.methods.snapmla.baselines import RECIPES
-from neurips26.methods.snapmla.cache_format import bytes_per_token
+from neurips26.methods.snapmla.cache_format import bytes_per_token, decode_latent, encode_latent
+from neurips26.methods.snapmla.core import project_latent_output
 from neurips26.methods.snapmla.experiment import _window, load_model
 from neurips26.methods.snapmla.integration import capture_latents
 from neurips26.methods.snapmla.pipeline import SNAPMLA
@@ -59,6 +60,34 @@ def error_table(layers: list[dict], n_query: int) -> list[str]:
     return rows
 
 
+def value_key_split_table(layers: list[dict], n_query: int) -> list[str]:
+    """Output error when only K or only V (= c_KV) is rounded, own per-token scale vs scale shared with
+    k_R (float64 softmax, all else exact)."""
+    rows = ["| layer | c scale | K only | V only | K and V |", "|---|---|---|---|---|"]
+    for index, layer in enumerate(layers):
+        c, r = layer["content"].double(), layer["rope"].double()
+        total = c.shape[1]
+        query_pos = torch.arange(total - n_query, total)[:, None]
+        mask = torch.zeros(n_query, total, dtype=torch.float64)
+        mask = mask.masked_fill(~(torch.arange(total)[None] <= query_pos), float("-inf"))
+        q_c = layer["q_content"][:, :, -n_query:].double()
+        q_r = layer["q_rope"][:, :, -n_query:].double()
+
+        def output(k_c, k_r, v, q_c=q_c, q_r=q_r, mask=mask, layer=layer):
+            logits = (q_c @ k_c.unsqueeze(1).mT + q_r @ k_r.unsqueeze(1).mT) * layer["scaling"] + mask
+            return project_latent_output(logits.softmax(-1) @ v.unsqueeze(1), layer["w_uv"].double())
+
+        reference = output(c, r, c)
+        for label, fmt in (("own", "fp8_token"), ("shared with k_R", "fp8_token_joint")):
+            q_content, q_rope = (t.double() for t in decode_latent(encode_latent(c, r, fmt)))
+            errors = [
+                float((output(*operands) - reference).norm() / reference.norm())
+                for operands in ((q_content, q_rope, c), (c, r, q_content), (q_content, q_rope, q_content))
+            ]
+            rows.append(f"| {index} | {label} | " + " | ".join(f"{e:.2e}" for e in errors) + " |")
+    return rows
+
+
 def hf_decode_seconds(model: torch.nn.Module, ids: torch.Tensor, reps: int = 3) -> float:
     """One decode step of the whole transformers model (eager attention, DynamicCache of expanded K/V)."""
     from transformers import DynamicCache
@@ -82,15 +111,20 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--model", default="tiny-mla", choices=["tiny-mla", "random"])
     parser.add_argument("--n-query", type=int, default=32)
+    parser.add_argument("--rope-gain", type=float, default=1.0, help="function-preserving k_R x gain")
+    parser.add_argument("--split-only", action="store_true", help="print only the K/V error split")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, tokenizer, trained = load_model(args.model)
+    model, tokenizer, trained = load_model(args.model, args.rope_gain)
     print(
         f"model: {'zoo tiny-mla (trained)' if trained else 'random-weight DeepseekV3 fallback'}, "
-        f"context {args.context} tokens\n"
+        f"context {args.context} tokens, rope_gain {args.rope_gain}\n"
     )
     ids = _window(model, tokenizer, args.context, seed=0)
     layers = capture_latents(model, ids)
+    print("\n".join(value_key_split_table(layers, args.n_query)) + "\n")
+    if args.split_only:
+        return
     print("\n".join(heterogeneity_table(layers)) + "\n")
     print("\n".join(error_table(layers, args.n_query)) + "\n")
 
