@@ -440,3 +440,20 @@ def test_fp8_qk_emulation_matches_torch_scaled_mm_rowwise() -> None:
         out_dtype=torch.float32,
     )
     torch.testing.assert_close(logits[0, 0], reference, atol=1e-5, rtol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 8), st.sampled_from([16, 64, 512]), st.sampled_from([4, 16, 64]), st.integers(0, 2**31 - 1)
+)
+def test_packed_rows_round_trip_for_any_layout(tokens, d_c, d_r, seed) -> None:
+    x = _latents(tokens=tokens, d_c=d_c, d_r=d_r, seed=seed)
+    encoded = encode_latent(x["content"] * 50, x["rope"], "fp8_token")
+    rows = pack_snapmla_rows(encoded)
+    assert rows.shape[-1] == bytes_per_token("fp8_token", d_c, d_r) == d_c + 4 + 2 * d_r
+    back = unpack_snapmla_rows(rows, d_c, d_r)
+    assert torch.equal(pack_snapmla_rows(back), rows)
+    flash = pack_flashmla_rows(snapmla_to_flashmla(encoded))
+    assert flash.shape[-1] == d_c + 16 + 2 * d_r
+    again, changed = flashmla_to_snapmla(unpack_flashmla_rows(flash, d_c, d_r))
+    assert changed == 0 and torch.equal(pack_snapmla_rows(again), rows)
