@@ -8,6 +8,7 @@ import torch
 
 from neurips26.zoo.evaluation import (
     attention_entropy_profile,
+    copy_accuracy,
     generation_agreement,
     heldout_perplexity,
     retrieval_accuracy,
@@ -64,3 +65,12 @@ def test_untrained_model_is_at_chance_on_retrieval(tiny_llama, tokenizer, small_
     assert acc == 0.0
     with pytest.raises(ValueError, match="kind must be one of"):
         retrieval_accuracy(tiny_llama, tokenizer, "needle", 256, n_samples=1, data=small_corpus)
+
+
+def test_copy_accuracy_is_a_fraction_and_validates_chunk(tiny_llama, tokenizer, small_corpus):
+    result = copy_accuracy(tiny_llama, tokenizer, 128, chunk=16, n_samples=2, data=small_corpus)
+    assert set(result) == {"first", "copy", "gain"}
+    assert 0.0 <= result["first"] <= 1.0 and 0.0 <= result["copy"] <= 1.0
+    assert result["gain"] == pytest.approx(result["copy"] - result["first"])
+    with pytest.raises(ValueError, match="chunk must be"):
+        copy_accuracy(tiny_llama, tokenizer, 128, chunk=64, data=small_corpus)

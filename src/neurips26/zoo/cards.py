@@ -16,6 +16,7 @@ from neurips26.zoo.evaluation import (
     CHANCE,
     EVAL_PROBE_SETTINGS,
     attention_entropy_profile,
+    copy_accuracy,
     heldout_perplexity,
     heldout_tokens,
     probe_samples,
@@ -50,6 +51,10 @@ def evaluate_checkpoint(name: str, *, n_samples: int = 32, path: str | Path | No
             str(length): retrieval_accuracy(model, tokenizer, kind, length, n_samples=n_samples, data=held)
             for length in EVAL_LENGTHS
         }
+    result["copy"] = {
+        str(length): copy_accuracy(model, tokenizer, length, n_samples=min(n_samples, 16), data=held)
+        for length in EVAL_LENGTHS
+    }
     result["passkey_decoded_2048"] = retrieval_accuracy(
         model, tokenizer, "passkey", 2048, n_samples=min(n_samples, 16), data=held, decode=True
     )
@@ -107,6 +112,10 @@ def write_model_card(name: str, evaluation: dict[str, Any], path: str | Path | N
     retrieval_rows = [
         [kind, *[f"{evaluation['retrieval'][kind][str(n)]:.3f}" for n in EVAL_LENGTHS], f"{CHANCE[kind]:.1e}"]
         for kind in PROBE_KINDS
+    ]
+    copy_rows = [
+        [str(n), *[f"{evaluation['copy'][str(n)][k]:.3f}" for k in ("first", "copy", "gain")]]
+        for n in EVAL_LENGTHS
     ]
     entropy = np.asarray(evaluation["attention_entropy"])
     entropy_norm = np.asarray(evaluation["attention_entropy_normalized"])
@@ -187,6 +196,11 @@ MQAR with {EVAL_PROBE_SETTINGS["mqar"]["n_pairs"]} pairs of 2-digit values; scor
 which equals greedy decoding's exact match):
 
 {_table(["probe", "512", "1024", "2048", "chance"], retrieval_rows)}
+
+**Induction (copy) test**: a 64-token held-out code chunk, filler code, the same chunk again; next-token
+accuracy on the second copy vs the first (no in-context help):
+
+{_table(["context", "first copy", "second copy", "gain"], copy_rows)}
 
 Passkey at 2048 by prefill + greedy `generate` (the path a KV-cache method sees):
 {evaluation["passkey_decoded_2048"]:.3f}.

@@ -25,6 +25,7 @@ from neurips26.zoo.training import CorpusTokens, load_corpus_tokens
 __all__ = [
     "EVAL_PROBE_SETTINGS",
     "attention_entropy_profile",
+    "copy_accuracy",
     "generation_agreement",
     "heldout_perplexity",
     "heldout_tokens",
@@ -158,7 +159,11 @@ def score_probe_prefill(model: Any, sample: ProbeSample, context: ContextFactory
     prompt = torch.tensor([sample.ids[:start]])
     with torch.no_grad(), (context or _no_context)():
         out = model.generate(
-            prompt, max_new_tokens=end - start, do_sample=False, pad_token_id=model.config.eos_token_id
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=end - start,
+            do_sample=False,
+            pad_token_id=model.config.eos_token_id,
         )
     return [out[0, start:end].tolist() == sample.ids[start:end]]
 
@@ -188,6 +193,42 @@ def retrieval_accuracy(
     return float(np.mean(hits)) if hits else float("nan")
 
 
+def copy_accuracy(
+    model: Any,
+    tokenizer: Any,
+    length: int,
+    *,
+    chunk: int = 64,
+    n_samples: int = 16,
+    seed: int = 4321,
+    data: CorpusTokens | None = None,
+    context: ContextFactory | None = None,
+) -> dict[str, float]:
+    """Induction test: a held-out code chunk, filler code, then the same chunk again.
+
+    Returns the next-token (argmax) accuracy on the second copy (``copy``), on the first copy (``first``, no
+    in-context help) and their difference; a model with induction heads scores far higher on the copy.
+    """
+    import torch
+
+    if not 2 <= chunk < length // 2:
+        raise ValueError(f"chunk must be in [2, length/2), got chunk={chunk}, length={length}")
+    data = data or heldout_tokens(tokenizer)
+    rng = np.random.default_rng([seed, length, chunk])
+    first_hits, copy_hits = [], []
+    for _ in range(n_samples):
+        piece = data.haystack.window(rng, chunk)
+        filler = data.haystack.window(rng, length - 2 * chunk)
+        ids = torch.tensor([piece + filler + piece])
+        with torch.no_grad(), (context or _no_context)():
+            pred = model(input_ids=ids).logits[0].argmax(-1)
+        hit = (pred[:-1] == ids[0, 1:]).float()
+        first_hits.append(float(hit[: chunk - 1].mean()))
+        copy_hits.append(float(hit[length - chunk :].mean()))
+    first, copy = float(np.mean(first_hits)), float(np.mean(copy_hits))
+    return {"first": first, "copy": copy, "gain": copy - first}
+
+
 def generation_agreement(
     model_a: Any,
     model_b: Any,
@@ -215,6 +256,7 @@ def generation_agreement(
             with torch.no_grad(), (context or _no_context)():
                 out = model.generate(
                     ids,
+                    attention_mask=torch.ones_like(ids),
                     max_new_tokens=max_new_tokens,
                     min_new_tokens=max_new_tokens,
                     do_sample=False,

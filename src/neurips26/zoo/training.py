@@ -110,6 +110,8 @@ def build_batch(
         kind = kinds[int(rng.choice(len(kinds), p=probs))]
         if kind == "text":
             sample = ProbeSample(data.haystack.window(rng, seq_len), [], "text")
+        elif kind == "repeat":
+            sample = _repeat_sample(data, rng, seq_len)
         else:
             kwargs = _probe_kwargs(kind, seq_len, rng, cfg)
             if kind != "passkey":
@@ -123,6 +125,16 @@ def build_batch(
                 weights[b, start:end] = cfg.answer_weight
         chosen.append(kind)
     return ids, weights, chosen
+
+
+def _repeat_sample(data: CorpusTokens, rng: np.random.Generator, seq_len: int) -> ProbeSample:
+    """A code chunk followed by an exact copy of it: the cheapest signal for induction heads
+    (Olsson et al. 2022, "In-context learning and induction heads"). The copy counts as the answer."""
+    chunk = int(rng.integers(seq_len // 8, seq_len // 2 + 1))
+    first = data.haystack.window(rng, chunk)
+    gap = data.haystack.window(rng, seq_len - 2 * chunk)
+    ids = first + gap + first
+    return ProbeSample(ids, [(len(first) + len(gap) + 1, len(ids))], "repeat")
 
 
 def _learning_rate(step: int, cfg: TrainConfig) -> float:
