@@ -144,10 +144,10 @@ MODEL_SPECS: dict[str, ModelSpec] = {
         # ours: a shorter first phase than tiny-llama's, to fit the shared machine's time budget
         train=TrainConfig(
             phases=[
-                {"seq_len": 128, "batch": 8, "steps": 1200},
-                {"seq_len": 512, "batch": 4, "steps": 150},
-                {"seq_len": 1024, "batch": 2, "steps": 100},
-                {"seq_len": 2048, "batch": 1, "steps": 80},
+                {"seq_len": 128, "batch": 8, "steps": 1000},
+                {"seq_len": 512, "batch": 4, "steps": 100},
+                {"seq_len": 1024, "batch": 2, "steps": 50},
+                {"seq_len": 2048, "batch": 1, "steps": 40},
             ]
         ),
     ),
