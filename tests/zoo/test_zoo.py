@@ -122,3 +122,10 @@ def test_cli_unknown_model_is_one_error_line(capsys):
     assert main(_parse("eval", "tiny-gpt")) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "known models" in err[0]
+
+
+def test_readme_snippet_runs(capsys):
+    readme = (zoo.CHECKPOINT_ROOT.parent / "README.md").read_text()
+    snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(snippet, "README.md", "exec"), {})
+    assert "key->value accuracy at 512 tokens:" in capsys.readouterr().out
