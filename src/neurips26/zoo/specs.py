@@ -103,6 +103,18 @@ class ModelSpec:
         )
 
 
+def _short_recipe() -> TrainConfig:
+    """ours: a shorter first phase than tiny-llama's, to fit the shared machine's time budget."""
+    return TrainConfig(
+        phases=[
+            {"seq_len": 128, "batch": 8, "steps": 1000},
+            {"seq_len": 512, "batch": 4, "steps": 100},
+            {"seq_len": 1024, "batch": 2, "steps": 50},
+            {"seq_len": 2048, "batch": 1, "steps": 40},
+        ]
+    )
+
+
 _COMMON = {
     "hidden_size": 256,
     "intermediate_size": 688,
@@ -141,21 +153,14 @@ MODEL_SPECS: dict[str, ModelSpec] = {
         },
         description="DeepSeek-V3 MLA (kv_lora_rank 64, decoupled RoPE dim 16), 4 heads, 4 dense layers, "
         "d=256",
-        # ours: a shorter first phase than tiny-llama's, to fit the shared machine's time budget
-        train=TrainConfig(
-            phases=[
-                {"seq_len": 128, "batch": 8, "steps": 1000},
-                {"seq_len": 512, "batch": 4, "steps": 100},
-                {"seq_len": 1024, "batch": 2, "steps": 50},
-                {"seq_len": 2048, "batch": 1, "steps": 40},
-            ]
-        ),
+        train=_short_recipe(),
     ),
     "tiny-qwen3": ModelSpec(
         name="tiny-qwen3",
         architecture="Qwen3ForCausalLM",
         model_config={**_COMMON, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64},
         description="Qwen3 (QK-norm) with GQA (4 query / 2 KV heads), 4 layers, d=256",
+        train=_short_recipe(),
     ),
 }
 
