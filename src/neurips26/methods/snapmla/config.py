@@ -31,7 +31,11 @@ class SnapMLAConfig:
         "ours: function-preserving k_R x gain, q_R / gain; 256 (a power of two, so exact) takes the "
         "tiny model's RoPE/content range ratio from ~0.3 to ~80, near the ~1e3/1e1 reported for DeepSeek",
     )
-    probe_samples: int = param(4, "ours: retrieval probes per kind (zoo model only)")
+    probe_samples: int = param(
+        4,
+        "ours: retrieval probes per kind (zoo model only); the default profile sets 0 because the zoo "
+        "card reports that retrieval has not emerged in tiny-mla",
+    )
     decode_timing_reps: int = param(3, "ours: median of 3 timed CPU decode steps")
 
     def __post_init__(self) -> None:

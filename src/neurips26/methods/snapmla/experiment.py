@@ -264,7 +264,7 @@ EXPERIMENT = Experiment(
             overrides={"context_tokens": 256, "n_queries": 8, "generate_tokens": 16, "probe_samples": 1},
             grid={"rope_gain": [1.0, 256.0]},
         ),
-        "default": Profile("default", budget_s=360, seeds=2, grid=GRID),
+        "default": Profile("default", budget_s=360, seeds=2, overrides={"probe_samples": 0}, grid=GRID),
         "full": Profile(
             "full",
             budget_s=3600,
