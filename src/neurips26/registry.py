@@ -132,6 +132,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "cache + attention",
         "Per-token FP8 latent cache with BF16 RoPE keeps MLA accuracy at FP8 cost.",
         extras=("llm",),
+        experiment="neurips26.methods.snapmla.experiment:EXPERIMENT",
+        estimate_s=150,
     ),
     _M(
         "semfas",

@@ -1,0 +1,96 @@
+"""SnapMLA: Efficient Long-Context MLA Decoding via Hardware-Aware FP8 Quantized Pipelining.
+
+A CPU-reference, kernel-faithful FP8 MLA decode: an absorbed decode over a latent cache (c_KV, k_R),
+RoPE-aware per-token FP8 quantization of c_KV with BF16 k_R, pre-scaled domain alignment, a scale-fused
+block-64 FP8 PV pipeline inside an online softmax, packed 644-byte rows with a FlashMLA-format converter,
+and a ``transformers.Cache`` + attention patch for DeepSeek-V3-class models.
+"""
+
+from __future__ import annotations
+
+from neurips26.methods.snapmla.baselines import (
+    BF16,
+    FLASHMLA_FP8,
+    FP32,
+    NAIVE_FP8,
+    PER_TOKEN_FP8_ROPE,
+    RECIPES,
+)
+from neurips26.methods.snapmla.cache_format import (
+    FORMATS,
+    EncodedLatent,
+    bytes_per_token,
+    decode_latent,
+    encode_latent,
+    flashmla_to_snapmla,
+    key_operands,
+    pack_flashmla_rows,
+    pack_snapmla_rows,
+    snapmla_to_flashmla,
+    unpack_flashmla_rows,
+    unpack_snapmla_rows,
+)
+from neurips26.methods.snapmla.config import SnapMLAConfig
+from neurips26.methods.snapmla.core import (
+    E4M3_MAX,
+    KeyOperands,
+    QueryOperands,
+    absorb_query,
+    align_rope_to_quant_domain,
+    amax_scales,
+    latent_attention_reference,
+    online_latent_attention,
+    project_latent_output,
+    quantize_e4m3,
+    quantize_p_block,
+    split_kv_b_weight,
+)
+from neurips26.methods.snapmla.integration import (
+    LatentMLACache,
+    capture_latents,
+    latent_mla_forward,
+    use_latent_mla,
+)
+from neurips26.methods.snapmla.pipeline import SNAPMLA, DecodeRecipe, decode_latent_attention, prepare_query
+
+__all__ = [
+    "BF16",
+    "E4M3_MAX",
+    "FLASHMLA_FP8",
+    "FORMATS",
+    "FP32",
+    "NAIVE_FP8",
+    "PER_TOKEN_FP8_ROPE",
+    "RECIPES",
+    "SNAPMLA",
+    "DecodeRecipe",
+    "EncodedLatent",
+    "KeyOperands",
+    "LatentMLACache",
+    "QueryOperands",
+    "SnapMLAConfig",
+    "absorb_query",
+    "align_rope_to_quant_domain",
+    "amax_scales",
+    "bytes_per_token",
+    "capture_latents",
+    "decode_latent",
+    "decode_latent_attention",
+    "encode_latent",
+    "flashmla_to_snapmla",
+    "key_operands",
+    "latent_attention_reference",
+    "latent_mla_forward",
+    "online_latent_attention",
+    "pack_flashmla_rows",
+    "pack_snapmla_rows",
+    "prepare_query",
+    "project_latent_output",
+    "quantize_e4m3",
+    "quantize_p_block",
+    "snapmla_to_flashmla",
+    "split_kv_b_weight",
+    "unpack_flashmla_rows",
+    "unpack_snapmla_rows",
+    "use_latent_mla",
+]

@@ -1,0 +1,278 @@
+"""The SnapMLA experiment: does per-token FP8 c_KV with BF16 RoPE and FP8 QK/PV keep BF16-level accuracy?
+
+Model: the zoo's trained ``tiny-mla`` (DeepseekV3ForCausalLM) when its package and checkpoint exist, else
+a random-weight DeepseekV3 of the same shape built in code (``model_is_trained`` = 0 in the results says
+so). Per cell (recipe x cached tokens x seed):
+
+- kernel level: the last ``n_queries`` positions of a ``context_tokens`` window decode over the recipe's
+  latent cache; output relative error and attention KL against a float64 reference, per layer, averaged;
+- model level: the float32 model's greedy continuation of ``generate_tokens`` tokens is teacher-forced
+  through the recipe (every position attends over the recipe's cache, as in decoding): token agreement,
+  next-token KL and the NLL change on the window; retrieval probes when the zoo model is present;
+- cost: KV bytes per token (this model, and DeepSeek-V3's dims), a memory-bound speedup MODEL, and the CPU
+  emulation's decode-step time (a CPU number, never a GPU claim).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.methods.snapmla.analysis import (
+    DSV3_KV_LORA_RANK,
+    DSV3_ROPE_DIM,
+    attention_kernel_error,
+    decode_step_seconds,
+    layer_ranges,
+    memory_bound_attention_speedup,
+)
+from neurips26.methods.snapmla.baselines import RECIPES
+from neurips26.methods.snapmla.cache_format import bytes_per_token
+from neurips26.methods.snapmla.config import SnapMLAConfig
+from neurips26.methods.snapmla.integration import capture_latents, rescale_rope_projection, use_latent_mla
+from neurips26.methods.snapmla.pipeline import DecodeRecipe
+from neurips26.testing.tiny_llms import tiny_deepseek_v3
+
+SYSTEMS = ("snapmla", "bf16", "naive_fp8", "per_token_fp8_rope", "flashmla_fp8")
+# the random fallback mirrors the zoo's tiny-mla shape (4 layers, d 256, 4 heads, d_c 64, d_r 16)
+FALLBACK_SHAPE = {
+    "num_hidden_layers": 4,
+    "hidden_size": 256,
+    "num_attention_heads": 4,
+    "kv_lora_rank": 64,
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 32,
+    "v_head_dim": 32,
+    "vocab_size": 512,
+}
+
+
+@functools.lru_cache(maxsize=2)
+def load_model(name: str, rope_gain: float = 1.0) -> tuple[Any, Any, bool]:
+    """(model, tokenizer or None, trained?) — the zoo checkpoint when importable, else the fallback;
+    ``rope_gain`` != 1 applies the function-preserving :func:`rescale_rope_projection`."""
+    model, tokenizer, trained = None, None, False
+    if name == "tiny-mla":
+        try:
+            from neurips26.zoo import load
+
+            model, tokenizer = load("tiny-mla")
+            model, trained = model.float().eval(), True
+        except (ImportError, OSError, ValueError, KeyError):
+            model = None
+    if model is None:
+        model = tiny_deepseek_v3(seed=0, **FALLBACK_SHAPE)
+    if rope_gain != 1.0:
+        rescale_rope_projection(model, rope_gain)
+    return model, tokenizer, trained
+
+
+def _window(model: Any, tokenizer: Any, length: int, seed: int) -> torch.Tensor:
+    """``length`` held-out tokens (zoo) or seeded random token ids (fallback), shape (1, length)."""
+    if tokenizer is not None:
+        from neurips26.zoo.evaluation import heldout_tokens
+
+        ids = torch.as_tensor(heldout_tokens(tokenizer).haystack.ids, dtype=torch.long)
+        start = (seed * length) % max(1, ids.numel() - length)
+        return ids[start : start + length].unsqueeze(0)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, model.config.vocab_size, (1, length), generator=generator)
+
+
+@functools.lru_cache(maxsize=4)
+def _reference(name: str, rope_gain: float, context: int, generate: int, seed: int) -> dict[str, Any]:
+    """The float32 model's greedy continuation, logits and captured latents (shared by every recipe)."""
+    model, tokenizer, _ = load_model(name, rope_gain)
+    prompt = _window(model, tokenizer, context, seed)
+    with torch.no_grad():
+        sequence = model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=generate,
+            min_new_tokens=generate,
+            do_sample=False,
+            pad_token_id=model.config.eos_token_id,
+        )
+        logits = model(sequence, use_cache=False).logits.float()
+        with use_latent_mla(model, RECIPES["bf16"]):
+            bf16_predictions = model(sequence, use_cache=False).logits.argmax(-1)
+    return {
+        "sequence": sequence,
+        "logits": logits,
+        "bf16_predictions": bf16_predictions,
+        "layers": capture_latents(model, prompt),
+    }
+
+
+def _model_level(model: Any, recipe: DecodeRecipe, reference: dict[str, Any], context: int) -> dict:
+    sequence, ref_logits = reference["sequence"], reference["logits"]
+    with torch.no_grad(), use_latent_mla(model, recipe):
+        logits = model(sequence, use_cache=False).logits.float()
+    continuation = slice(context - 1, sequence.shape[1] - 1)
+    predicted = logits[0, continuation].argmax(-1)
+    agreement = float((predicted == sequence[0, context:]).float().mean())
+    agreement_bf16 = float((predicted == reference["bf16_predictions"][0, continuation]).float().mean())
+    log_p_ref = torch.log_softmax(ref_logits[0], -1)
+    log_p = torch.log_softmax(logits[0], -1)
+    kl = float((log_p_ref.exp() * (log_p_ref - log_p)).sum(-1)[continuation].mean())
+    targets = sequence[0, 1:context]
+    nll = -log_p[: context - 1].gather(-1, targets[:, None]).mean()
+    nll_ref = -log_p_ref[: context - 1].gather(-1, targets[:, None]).mean()
+    return {
+        "token_agreement": agreement,
+        "token_agreement_vs_bf16": agreement_bf16,
+        "next_token_kl": kl,
+        "nll_delta": float(nll - nll_ref),
+    }
+
+
+def _probe_accuracy(
+    model: Any, tokenizer: Any, recipe: DecodeRecipe, config: SnapMLAConfig, seed: int
+) -> float:
+    from neurips26.zoo.evaluation import retrieval_accuracy
+
+    scores = [
+        retrieval_accuracy(
+            model,
+            tokenizer,
+            kind,
+            config.context_tokens,
+            n_samples=config.probe_samples,
+            seed=1234 + seed,
+            context=lambda: use_latent_mla(model, recipe),
+        )
+        for kind in ("kv", "passkey", "mqar")
+    ]
+    return sum(scores) / len(scores)
+
+
+def run(recipe: DecodeRecipe, config: SnapMLAConfig, profile: Profile, seed: int, progress: Progress) -> dict:
+    recipe = recipe.with_options(
+        block_size=config.block_size, n_tiles=config.n_tiles, scale_mode=config.scale_mode
+    )
+    model, tokenizer, trained = load_model(config.model, config.rope_gain)
+    d_c, d_r = int(model.config.kv_lora_rank), int(model.config.qk_rope_head_dim)
+    if d_c % config.n_tiles:
+        raise ValueError(f"n_tiles={config.n_tiles} must divide the model's kv_lora_rank={d_c}")
+    reference = _reference(
+        config.model, config.rope_gain, config.context_tokens, config.generate_tokens, seed
+    )
+    layers = reference["layers"]
+    errors = [
+        attention_kernel_error(recipe, layer, config.n_queries)
+        for layer in progress.loop(layers, desc="layers")
+    ]
+    ranges = [layer_ranges(layer["content"], layer["rope"]) for layer in layers]
+    metrics: dict[str, float] = {
+        "attn_rel_error": sum(e.relative_error for e in errors) / len(errors),
+        "attn_rel_error_max_layer": max(e.relative_error for e in errors),
+        "attn_kl": sum(e.kl for e in errors) / len(errors),
+        "fp8_overflow": float(sum(e.overflow for e in errors)),
+        **_model_level(model, recipe, reference, config.context_tokens),
+        "kv_bytes_per_token": float(
+            bytes_per_token(recipe.kv_format, d_c, d_r, config.n_tiles) * len(layers)
+        ),
+        "kv_bytes_per_token_dsv3": float(
+            bytes_per_token(recipe.kv_format, DSV3_KV_LORA_RANK, DSV3_ROPE_DIM, n_tiles=4)
+        ),
+        "model_attn_speedup_dsv3": memory_bound_attention_speedup(recipe.kv_format, config.context_tokens),
+        "cpu_decode_ms": 1e3 * decode_step_seconds(recipe, layers, config.decode_timing_reps),
+        "rope_content_amax_ratio": sum(r.rope_amax / r.content_amax for r in ranges) / len(ranges),
+        "content_fp8_rel_mse": sum(r.content_fp8_rel_mse for r in ranges) / len(ranges),
+        "rope_fp8_rel_mse": sum(r.rope_fp8_rel_mse for r in ranges) / len(ranges),
+        "joint_content_fp8_rel_mse": sum(r.joint_content_fp8_rel_mse for r in ranges) / len(ranges),
+        "model_is_trained": float(trained),
+    }
+    if trained and config.probe_samples > 0:
+        metrics["probe_accuracy"] = _probe_accuracy(model, tokenizer, recipe, config, seed)
+    return metrics
+
+
+GRID = {"context_tokens": [512, 1024, 2048], "rope_gain": [1.0, 256.0]}
+
+EXPERIMENT = Experiment(
+    slug="snapmla",
+    config_cls=SnapMLAConfig,
+    claims=(
+        Claim(
+            "SnapMLA keeps FlashMLA-format attention accuracy (output error at most 25% higher) "
+            "while computing both GEMMs in FP8",
+            "attn_rel_error",
+            "snapmla",
+            ("flashmla_fp8",),
+            kind="noninferior",
+            margin=0.25,
+        ),
+        Claim(
+            "SnapMLA's attention output error is lower than naive per-tensor FP8 and per-token FP8 with RoPE",
+            "attn_rel_error",
+            "snapmla",
+            ("naive_fp8", "per_token_fp8_rope"),
+        ),
+        Claim(
+            "near-parity with BF16 on teacher-forced greedy agreement (at most 5% lower)",
+            "token_agreement",
+            "snapmla",
+            ("bf16",),
+            kind="noninferior",
+            margin=0.05,
+        ),
+        Claim(
+            "fewer KV bytes per token than the FlashMLA FP8 format",
+            "kv_bytes_per_token",
+            "snapmla",
+            ("flashmla_fp8",),
+        ),
+    ),
+    metrics=(
+        Metric(
+            "attn_rel_error", "min", "relative", "||o - o_ref|| / ||o_ref||, o after W_UV, mean over layers"
+        ),
+        Metric("attn_rel_error_max_layer", "min", "relative", "the worst layer's attention output error"),
+        Metric("attn_kl", "min", "nats", "KL(p_ref || p) of attention probabilities, mean over layers/heads"),
+        Metric("fp8_overflow", "min", "values", "values clamped at +-448 while encoding the cache"),
+        Metric("token_agreement", "max", "share", "teacher-forced greedy agreement with the fp32 model"),
+        Metric(
+            "token_agreement_vs_bf16",
+            "max",
+            "share",
+            "teacher-forced argmax agreement with the BF16 recipe on the same sequence",
+        ),
+        Metric("next_token_kl", "min", "nats", "KL of next-token distributions vs fp32 on the continuation"),
+        Metric("nll_delta", "min", "nats", "mean NLL change on the context window vs fp32"),
+        Metric("probe_accuracy", "max", "share", "retrieval probes (kv, passkey, MQAR); zoo model only"),
+        Metric("kv_bytes_per_token", "min", "B", "latent cache bytes per token, all layers of this model"),
+        Metric("kv_bytes_per_token_dsv3", "min", "B", "bytes per token and layer at DeepSeek-V3 dims"),
+        Metric(
+            "model_attn_speedup_dsv3", "max", "x", "MODEL: memory-bound attention speedup vs BF16 cache bytes"
+        ),
+        Metric("cpu_decode_ms", "min", "ms", "CPU emulation: one decode step's attention, all layers"),
+        Metric("rope_content_amax_ratio", "max", "x", "max|k_R| / max|c|, mean over layers"),
+        Metric("content_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of c alone"),
+        Metric("rope_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of k_R alone"),
+        Metric("joint_content_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of c sharing k_R's scale"),
+        Metric("model_is_trained", "max", "bool", "1: zoo tiny-mla checkpoint; 0: random-weight fallback"),
+    ),
+    systems={name: (lambda config, name=name: RECIPES[name]) for name in SYSTEMS},
+    profiles={
+        "smoke": Profile(
+            "smoke",
+            budget_s=40,
+            overrides={"context_tokens": 256, "n_queries": 8, "generate_tokens": 16, "probe_samples": 1},
+            grid={"rope_gain": [1.0, 256.0]},
+        ),
+        "default": Profile("default", budget_s=360, seeds=2, overrides={"probe_samples": 0}, grid=GRID),
+        "full": Profile(
+            "full",
+            budget_s=3600,
+            seeds=5,
+            overrides={"generate_tokens": 512, "probe_samples": 32},
+            grid={"context_tokens": [512, 1024, 2048, 4096], "rope_gain": [1.0, 256.0]},
+        ),
+    },
+    run=run,
+    ours="snapmla",
+)

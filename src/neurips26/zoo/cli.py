@@ -1,0 +1,95 @@
+"""``neurips26 zoo list|train NAME|eval NAME``: the model zoo from the command line.
+
+The main CLI wires this in with ``add_arguments(subparser)`` and calls ``main(args)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["add_arguments", "main"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``list``, ``train`` and ``eval`` sub-commands to ``parser``."""
+    sub = parser.add_subparsers(dest="zoo_command", required=True)
+    sub.add_parser("list", help="the zoo models with their measured quality")
+    train = sub.add_parser("train", help="train a model (or the tokenizer) from scratch, deterministically")
+    train.add_argument("name", help="model name, or 'tokenizer'")
+    train.add_argument("--output-dir", default=None, help="default: the committed checkpoint directory")
+    train.add_argument("--max-steps", type=int, default=None, help="stop early (smoke runs)")
+    train.add_argument("--no-eval", action="store_true", help="skip evaluation and the model card")
+    evaluate = sub.add_parser("eval", help="measure a checkpoint and rewrite its model card")
+    evaluate.add_argument("name")
+    evaluate.add_argument("--path", default=None, help="checkpoint directory (default: the committed one)")
+    evaluate.add_argument("--samples", type=int, default=32, help="probes per (kind, length) cell")
+    evaluate.add_argument("--json", action="store_true", help="print the measurements as JSON")
+
+
+def _format_row(row: dict) -> str:
+    status = "trained" if row["trained"] else "not trained (run `neurips26 zoo train {}`)".format(row["name"])
+    line = f"{row['name']:<11} {row['architecture']:<22} {status}"
+    ev = row.get("evaluation")
+    if ev:
+        r = ev["retrieval"]
+        line += (
+            f"  ppl {ev['heldout_perplexity']:.2f} (unigram {ev['unigram_perplexity']:.0f})"
+            f"  kv@2k {r['kv']['2048']:.2f}  passkey@2k {r['passkey']['2048']:.2f}"
+            f"  mqar@2k {r['mqar']['2048']:.2f}"
+        )
+    return line
+
+
+def _single_thread() -> None:
+    import os
+
+    import torch
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run one zoo sub-command; returns the process exit code."""
+    from neurips26 import zoo
+
+    try:
+        if args.zoo_command == "list":
+            for row in zoo.list_models():
+                print(_format_row(row))
+            return 0
+        if args.zoo_command == "train":
+            _single_thread()
+            if args.name == "tokenizer":
+                from neurips26.zoo.tokenizer import TOKENIZER_DIR, train_tokenizer
+
+                train_tokenizer(output_dir=args.output_dir or TOKENIZER_DIR)
+                return 0
+            zoo.train(args.name, output_dir=args.output_dir, max_steps=args.max_steps)
+            if not args.no_eval and args.max_steps is None:
+                return _evaluate(args.name, args.output_dir, 32, as_json=False)
+            return 0
+        if args.zoo_command == "eval":
+            _single_thread()
+            return _evaluate(args.name, args.path, args.samples, as_json=args.json)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    raise ValueError(f"unknown zoo command {args.zoo_command!r}")
+
+
+def _evaluate(name: str, path: str | None, samples: int, *, as_json: bool) -> int:
+    from neurips26.zoo.cards import evaluate_checkpoint, write_model_card
+
+    result = evaluate_checkpoint(name, n_samples=samples, path=path)
+    card = write_model_card(name, result, path=path)
+    print(json.dumps(result, indent=1) if as_json else f"wrote {card}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="neurips26 zoo")
+    add_arguments(parser)
+    sys.exit(main(parser.parse_args()))

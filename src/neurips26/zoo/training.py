@@ -1,0 +1,295 @@
+"""Deterministic training of the zoo models: stdlib text mixed with in-context retrieval probes.
+
+One function, :func:`train_model`, turns a :class:`~neurips26.zoo.specs.ModelSpec` into a checkpoint
+directory (``config.json``, ``model.safetensors``, tokenizer files, ``training_log.json``). With one torch
+thread and the same seed the per-step losses are bit-identical between runs, which a test checks
+against the committed log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurips26.data.probes import Haystack, ProbeSample, key_pool, make_probe
+from neurips26.data.text import load_stdlib_corpus
+from neurips26.zoo.specs import ModelSpec, TrainConfig
+from neurips26.zoo.tokenizer import TOKENIZER_DIR, load_tokenizer
+
+__all__ = ["CorpusTokens", "build_batch", "load_corpus_tokens", "newline_mask", "train_model"]
+
+
+@dataclasses.dataclass
+class CorpusTokens:
+    """A tokenized split of the corpus plus what probe generators need about the vocabulary."""
+
+    haystack: Haystack
+    newline_mask: np.ndarray
+    keys: list[str]
+
+
+def newline_mask(tokenizer: Any) -> np.ndarray:
+    """``mask[t]`` is True when token ``t`` ends with a newline (byte-level ``Ċ``)."""
+    mask = np.zeros(len(tokenizer), dtype=bool)
+    for token, idx in tokenizer.get_vocab().items():
+        mask[idx] = token.endswith("Ċ")
+    return mask
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("NEURIPS26_CACHE", str(Path.home() / ".cache" / "neurips26"))
+    return Path(root) / "zoo"
+
+
+def load_corpus_tokens(tokenizer: Any, split: str = "train", max_files: int | None = None) -> CorpusTokens:
+    """Tokenize one split of the stdlib corpus (cached on disk by tokenizer and file list)."""
+    corpus = load_stdlib_corpus(split)
+    files = corpus.files[:max_files] if max_files is not None else corpus.files
+    digest = hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode())
+    for f in files:
+        digest.update(f.path.encode())
+        digest.update(str(len(f.text)).encode())
+    cache = _cache_dir() / f"{split}-{digest.hexdigest()[:16]}.npy"
+    if cache.is_file():
+        ids = np.load(cache)
+    else:
+        newline = tokenizer.encode("\n", add_special_tokens=False)
+        encoded = tokenizer.backend_tokenizer.encode_batch([f.text for f in files], add_special_tokens=False)
+        chunks = []
+        for enc in encoded:
+            chunks.append(np.asarray(enc.ids, dtype=np.int32))
+            chunks.append(np.asarray(newline, dtype=np.int32))
+        ids = np.concatenate(chunks)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp.npy")
+        np.save(tmp, ids)
+        tmp.replace(cache)
+    mask = newline_mask(tokenizer)
+    return CorpusTokens(Haystack(ids, mask), mask, key_pool(tokenizer))
+
+
+def _probe_kwargs(kind: str, seq_len: int, rng: np.random.Generator, cfg: TrainConfig) -> dict[str, Any]:
+    if kind == "kv":
+        most = max(1, min(cfg.max_bindings, seq_len // 40))
+        return {"n_bindings": int(rng.integers(1, most + 1))}
+    if kind == "mqar":
+        return {"n_pairs": int(min(32, max(4, seq_len // 32)))}
+    return {}
+
+
+def build_batch(
+    tokenizer: Any,
+    data: CorpusTokens,
+    rng: np.random.Generator,
+    cfg: TrainConfig,
+    seq_len: int,
+    batch: int,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``batch`` sequences of ``seq_len`` tokens drawn from the mixture; returns ids, target weights, kinds.
+
+    ``weights[b, t]`` weighs the loss of predicting ``ids[b, t]``; probe answer tokens get
+    ``cfg.answer_weight``, the rest 1.
+    """
+    kinds = list(cfg.mixture)
+    probs = np.array([cfg.mixture[k] for k in kinds], dtype=np.float64)
+    probs /= probs.sum()
+    ids = np.zeros((batch, seq_len), dtype=np.int64)
+    weights = np.ones((batch, seq_len), dtype=np.float32)
+    chosen = []
+    for b in range(batch):
+        kind = kinds[int(rng.choice(len(kinds), p=probs))]
+        if kind == "text":
+            sample = ProbeSample(data.haystack.window(rng, seq_len), [], "text")
+        elif kind == "repeat":
+            sample = _repeat_sample(data, rng, seq_len)
+        else:
+            kwargs = _probe_kwargs(kind, seq_len, rng, cfg)
+            if kind != "passkey":
+                kwargs["keys"] = data.keys
+            sample = make_probe(kind, tokenizer, data.haystack, data.newline_mask, rng, seq_len, **kwargs)
+        row = sample.ids[:seq_len]
+        ids[b, : len(row)] = row
+        ids[b, len(row) :] = tokenizer.eos_token_id
+        for start, end in sample.spans:
+            if end <= seq_len:
+                weights[b, start:end] = cfg.answer_weight
+        chosen.append(kind)
+    return ids, weights, chosen
+
+
+def _repeat_sample(data: CorpusTokens, rng: np.random.Generator, seq_len: int) -> ProbeSample:
+    """A code chunk followed by an exact copy of it: the cheapest signal for induction heads
+    (Olsson et al. 2022, "In-context learning and induction heads"). The copy counts as the answer."""
+    chunk = int(rng.integers(seq_len // 8, seq_len // 2 + 1))
+    first = data.haystack.window(rng, chunk)
+    gap = data.haystack.window(rng, seq_len - 2 * chunk)
+    ids = first + gap + first
+    return ProbeSample(ids, [(len(first) + len(gap) + 1, len(ids))], "repeat")
+
+
+def _learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up then cosine decay to ``min_lr_ratio`` of the peak."""
+    total = cfg.total_steps
+    if step < cfg.warmup_steps:
+        return cfg.learning_rate * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
+    cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+    return cfg.learning_rate * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cosine)
+
+
+def _weighted_loss(logits: Any, ids: Any, weights: Any) -> tuple[Any, Any, Any]:
+    """Weighted next-token cross-entropy; also answer-token accuracy (argmax) for the log."""
+    import torch
+
+    pred = logits[:, :-1].float()
+    target = ids[:, 1:]
+    w = weights[:, 1:]
+    ce = torch.nn.functional.cross_entropy(
+        pred.reshape(-1, pred.shape[-1]), target.reshape(-1), reduction="none"
+    )
+    ce = ce.view_as(target)
+    loss = (ce * w).sum() / w.sum()
+    answer = w > 1
+    with torch.no_grad():
+        correct = (pred.argmax(-1) == target) & answer
+        acc = correct.sum() / answer.sum().clamp(min=1)
+        text_loss = (ce * (~answer)).sum() / (~answer).sum().clamp(min=1)
+    return loss, acc, text_loss
+
+
+def _build_model(spec: ModelSpec, tokenizer: Any, seed: int) -> Any:
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    config = spec.build_config(len(tokenizer), tokenizer.eos_token_id)
+    model_cls = getattr(transformers, spec.architecture)
+    model = model_cls(config)
+    return model.float()
+
+
+def _optimizer(model: Any, cfg: TrainConfig) -> Any:
+    import torch
+
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.ndim >= 2 and "embed" not in name else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.learning_rate, betas=(cfg.beta1, cfg.beta2), eps=1e-8)
+
+
+def train_model(
+    spec: ModelSpec,
+    output_dir: str | Path | None,
+    *,
+    max_steps: int | None = None,
+    log: Callable[[str], None] | None = print,
+    corpus_max_files: int | None = None,
+) -> tuple[Any, list[dict[str, float]]]:
+    """Train ``spec`` from scratch; save to ``output_dir`` (when given) and return ``(model, log_rows)``.
+
+    Parameters
+    ----------
+    spec:
+        The zoo entry (architecture + :class:`TrainConfig`).
+    output_dir:
+        Where to write the checkpoint; ``None`` keeps it in memory (tests).
+    max_steps:
+        Stop after this many steps (tests reproduce the first logged losses); ``None`` runs the recipe.
+    corpus_max_files:
+        Use only the first files of the train split (smoke tests); ``None`` uses all.
+    """
+    import torch
+
+    cfg = spec.train
+    tokenizer = load_tokenizer(TOKENIZER_DIR)
+    data = load_corpus_tokens(tokenizer, "train", corpus_max_files)
+    model = _build_model(spec, tokenizer, cfg.seed)
+    model.train()
+    optimizer = _optimizer(model, cfg)
+    rng = np.random.default_rng(cfg.seed)
+    rows: list[dict[str, float]] = []
+    step = 0
+    start = time.perf_counter()
+    limit = cfg.total_steps if max_steps is None else min(max_steps, cfg.total_steps)
+    for phase in cfg.phases:
+        for _ in range(phase["steps"]):
+            if step >= limit:
+                break
+            ids_np, w_np, _kinds = build_batch(tokenizer, data, rng, cfg, phase["seq_len"], phase["batch"])
+            ids = torch.from_numpy(ids_np)
+            weights = torch.from_numpy(w_np)
+            lr = _learning_rate(step, cfg)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            logits = model(input_ids=ids).logits
+            loss, acc, text_loss = _weighted_loss(logits, ids, weights)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            step += 1
+            row = {
+                "step": step,
+                "seq_len": phase["seq_len"],
+                "loss": loss.item(),
+                "text_loss": text_loss.item(),
+                "answer_acc": acc.item(),
+                "grad_norm": grad_norm.item(),
+                "lr": lr,
+                "elapsed_s": time.perf_counter() - start,
+            }
+            rows.append(row)
+            if log is not None and (step <= 3 or step % 10 == 0 or step == limit):
+                log(
+                    f"step {step:4d}/{limit} T={phase['seq_len']:4d} loss {row['loss']:.4f} "
+                    f"text {row['text_loss']:.3f} answer-acc {row['answer_acc']:.3f} "
+                    f"lr {lr:.2e} {row['elapsed_s']:.0f}s"
+                )
+    model.eval()
+    if output_dir is not None:
+        save_checkpoint(model, tokenizer, spec, rows, Path(output_dir))
+    return model, rows
+
+
+def save_checkpoint(
+    model: Any, tokenizer: Any, spec: ModelSpec, rows: list[dict[str, float]], out: Path
+) -> None:
+    """Write ``config.json`` + ``model.safetensors`` (float16) + tokenizer + ``training_log.json``."""
+    import torch
+
+    out.mkdir(parents=True, exist_ok=True)
+    half = _clone_half(model)
+    half.save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    meta = {
+        "name": spec.name,
+        "architecture": spec.architecture,
+        "train_config": dataclasses.asdict(spec.train),
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "torch_threads": torch.get_num_threads(),
+        "steps": len(rows),
+        "wall_time_s": rows[-1]["elapsed_s"] if rows else 0.0,
+        "log": rows,
+    }
+    (out / "training_log.json").write_text(json.dumps(meta, indent=1))
+
+
+def _clone_half(model: Any) -> Any:
+    import copy
+
+    import torch
+
+    clone = copy.deepcopy(model)
+    return clone.to(torch.float16)
