@@ -15,7 +15,7 @@ from neurips26.zoo.evaluation import heldout_perplexity, heldout_tokens, probe_s
 # The checkpoints committed in the repository. Their retrieval skills did not emerge in the training budget
 # (see the cards), so the end-to-end test checks that the card's measurements reproduce and that the model
 # is a real language model (held-out perplexity far below the unigram model's).
-COMMITTED = ("tiny-llama", "tiny-mla")
+COMMITTED = ("tiny-llama", "tiny-mla", "tiny-qwen3")
 
 
 def test_committed_list_matches_the_checkpoints_on_disk():
