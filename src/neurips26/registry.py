@@ -255,4 +255,5 @@ TOOLS: dict[str, tuple[str, str]] = {
         "neurips26.methods.solexecbench.cli",
         "evaluate kernel solutions scored against the SOL",
     ),
+    "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }
