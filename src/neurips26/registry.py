@@ -151,7 +151,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "for additive and non-additive hybrids.",
         extras=("sciml",),
         experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT",
-        estimate_s=300,
+        estimate_s=240,
     ),
     _M(
         "semanticdialect",
@@ -183,7 +183,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "mixed precision at equal average bits.",
         extras=("llm",),
         experiment="neurips26.methods.scalebits.experiment:EXPERIMENT",
-        estimate_s=300,
+        estimate_s=675,
     ),
     _M(
         "stparopt",
