@@ -26,7 +26,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "code": ("pycparser", "rank_bm25"),
     "agent": ("networkx",),
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
-    "sol": ("yaml",),
+    "sol": ("yaml", "pydantic", "fvcore"),
     "dist": ("ray",),
 }
 
