@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,33 +74,17 @@ class SOLARSystem:
         )
 
 
-class FlopCounterSystem:
-    """FlopCounterMode (library adapter); bound = FLOPs / fp32 peak."""
+class FlopOnlySystem:
+    """A library FLOP counter (FlopCounterMode or fvcore, adapters); bound = FLOPs / fp32 peak."""
 
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.name = f"flopcounter_{device}"
-
-    def estimate(self, program: SuiteProgram, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
-        model, inputs = program.build("cpu")
-        start = time.perf_counter()
-        flops = flop_counter_flops(model, inputs, self.device)
-        seconds = time.perf_counter() - start
-        bound = flops / hw.flops_rate("float32")
-        return Estimate(
-            flops, bound, dict.fromkeys(("flop_only", "fused", "cache_aware"), bound), False, seconds
-        )
-
-
-class FvcoreSystem:
-    """fvcore's FlopCountAnalysis (library adapter); bound = FLOPs / fp32 peak."""
-
-    name = "fvcore"
+    def __init__(self, name: str, count_flops: Callable[[Any, Any], int]) -> None:
+        self.name = name
+        self.count_flops = count_flops
 
     def estimate(self, program: SuiteProgram, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
         model, inputs = program.build("cpu")
         start = time.perf_counter()
-        flops = fvcore_flops(model, inputs)
+        flops = self.count_flops(model, inputs)
         seconds = time.perf_counter() - start
         bound = flops / hw.flops_rate("float32")
         return Estimate(
@@ -228,9 +213,13 @@ EXPERIMENT = Experiment(
     ),
     systems={
         "solar": lambda config: SOLARSystem(),
-        "flopcounter_cpu": lambda config: FlopCounterSystem("cpu"),
-        "flopcounter_meta": lambda config: FlopCounterSystem("meta"),
-        "fvcore": lambda config: FvcoreSystem(),
+        "flopcounter_cpu": lambda config: FlopOnlySystem(
+            "flopcounter_cpu", lambda model, inputs: flop_counter_flops(model, inputs, "cpu")
+        ),
+        "flopcounter_meta": lambda config: FlopOnlySystem(
+            "flopcounter_meta", lambda model, inputs: flop_counter_flops(model, inputs, "meta")
+        ),
+        "fvcore": lambda config: FlopOnlySystem("fvcore", fvcore_flops),
         "naive_roofline": lambda config: NaiveRooflineSystem(),
     },
     profiles={
