@@ -28,7 +28,7 @@ class SAMHybridConfig:
     substeps: int = param(1, "ours: one RK4 step per sample (dt=0.5) errs ~1e-3, below the noise")
     window: int = param(2, "ours: multiple shooting on 2-step windows: short, fast, stable rollouts")
     rho: float = param(
-        0.1, "ours: lowest validation MSE over {0.05,0.1,0.2,0.5}, benchmarks/samhybrid_select_rho.py"
+        0.2, "ours: lowest validation MSE over {0.05,0.1,0.2,0.5}, benchmarks/samhybrid_select_rho.py"
     )
     rho_asam: float = param(0.5, "ASAM paper (Kwon et al. 2021) uses rho about 10x SAM's")
     l2_weight: float = param(1e-3, "ours: ERM+L2 weight decay on the ML part")
