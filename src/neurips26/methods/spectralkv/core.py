@@ -467,17 +467,24 @@ def _fill_by_score(
     return kept | (rank < need.unsqueeze(-1))
 
 
-def near_duplicate_share(keys: torch.Tensor, values: torch.Tensor, threshold: float = 0.95) -> float:
+def near_duplicate_share(
+    keys: torch.Tensor, values: torch.Tensor, threshold: float = 0.95, mask: torch.Tensor | None = None
+) -> float:
     """Share of kept tokens that are a near-duplicate of an earlier kept token.
 
     Tokens are compared by the cosine of ``[k / ||K||_F ; v / ||V||_F]`` per (batch, head); token ``j``
-    counts when some ``i < j`` has cosine >= ``threshold``. Inputs are ``(B, H, m, d)`` kept entries.
+    counts when some kept ``i < j`` has cosine >= ``threshold``. Inputs are ``(B, H, m, d)`` cache entries;
+    ``mask`` ``(B, H, m)`` marks the ones a head really keeps (head-wise presses mask instead of dropping).
     """
     k = keys.float() / keys.float().pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
     v = values.float() / values.float().pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
     joint = torch.cat([k, v], dim=-1)
     unit = joint / joint.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     cos = unit @ unit.transpose(-1, -2)
-    earlier = torch.ones(cos.shape[-1], cos.shape[-1], dtype=torch.bool, device=cos.device).tril(-1)
-    duplicate = ((cos >= threshold) & earlier).any(-1)
-    return float(duplicate.float().mean()) if duplicate.numel() else 0.0
+    m = cos.shape[-1]
+    present = torch.ones(keys.shape[:3], dtype=torch.bool, device=keys.device) if mask is None else mask
+    earlier = torch.ones(m, m, dtype=torch.bool, device=cos.device).tril(-1)
+    pairs = (cos >= threshold) & earlier & present.unsqueeze(-1) & present.unsqueeze(-2)
+    duplicate = pairs.any(-1) & present
+    total = int(present.sum())
+    return float(duplicate.sum()) / total if total else 0.0

@@ -42,10 +42,11 @@ from neurips26.methods.spectralkv.core import (
     select_topk,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
+from neurips26.zoo.press_eval import post_rope_queries, track_cache_bytes
 
 try:  # kvpress is the llm extra; the press is unusable without it, the core is not
     from kvpress.presses.base_press import BasePress
-    from kvpress.utils import extract_keys_and_values, get_prerope_query_states
+    from kvpress.utils import extract_keys_and_values
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise ImportError("SpectralKVPress needs kvpress: pip install 'neurips26[llm]'") from _err
 
@@ -325,13 +326,11 @@ def _window_attention(
 
     The arithmetic follows kvpress ``SnapKVPress.compute_window_attention`` so scores match it exactly.
     """
-    from transformers.models.llama.modeling_llama import repeat_kv, rotate_half
+    from transformers.models.llama.modeling_llama import repeat_kv
 
     n = keys.shape[2]
-    queries = get_prerope_query_states(module, hidden_states[:, -window:])
     cos, sin = kwargs["position_embeddings"]
-    cos, sin = cos[:, -window:], sin[:, -window:]
-    queries = (queries * cos.unsqueeze(1)) + (rotate_half(queries) * sin.unsqueeze(1))
+    queries = post_rope_queries(module, hidden_states[:, -window:], (cos[:, -window:], sin[:, -window:]))
     groups = queries.shape[1] // keys.shape[1]
     logits = torch.matmul(queries, repeat_kv(keys, groups).transpose(2, 3)) / math.sqrt(module.head_dim)
     mask = torch.triu(torch.ones_like(logits) * float("-inf"), diagonal=n - window + 1)
@@ -392,36 +391,3 @@ def calibrate_budget_profile(
         model_type=str(getattr(model.config, "model_type", "")),
         calibration={"n_prompts": len(prompts), "gamma": gamma, "tokens": [int(p.shape[1]) for p in prompts]},
     )
-
-
-@contextlib.contextmanager
-def track_cache_bytes(model: Any, cache: Any) -> Iterator[dict[str, int]]:
-    """Record the peak bytes held by ``cache`` after each attention layer of a forward pass.
-
-    Enter it *inside* ``with press(model)`` so its hooks run after the press's (hooks run in registration
-    order): the figure is then the cache a real prefill holds, layer by layer.
-    """
-    stats = {"peak_bytes": 0, "final_bytes": 0}
-
-    def after_attention(module: nn.Module, args: Any, kwargs: dict, output: Any) -> None:
-        held = sum(_layer_bytes(layer) for layer in cache.layers)
-        stats["peak_bytes"] = max(stats["peak_bytes"], held)
-
-    inner = model.model
-    layers = inner.language_model.layers if hasattr(inner, "language_model") else inner.layers
-    hooks = [layer.self_attn.register_forward_hook(after_attention, with_kwargs=True) for layer in layers]
-    try:
-        yield stats
-    finally:
-        for hook in hooks:
-            hook.remove()
-        stats["final_bytes"] = sum(_layer_bytes(layer) for layer in cache.layers)
-
-
-def _layer_bytes(layer: Any) -> int:
-    total = 0
-    for name in ("keys", "values", "_quantized_keys", "_quantized_values"):
-        tensor = getattr(layer, name, None)
-        if isinstance(tensor, torch.Tensor):
-            total += tensor.numel() * tensor.element_size()
-    return total

@@ -91,23 +91,30 @@ class BudgetLedger:
         }
 
 
-def ledger_from_cache(model: Any, cache: Any, context: int, compression_ratio: float) -> BudgetLedger:
+def ledger_from_cache(
+    model: Any, cache: Any, context: int, compression_ratio: float, masked: list[Any] | None = None
+) -> BudgetLedger:
     """Audit what any press left in ``cache`` after a prefill of ``context`` tokens.
 
     A layer's kept count per head is its cache length minus the entries a head-wise press (AdaKV,
-    DuoAttention) masked through ``module.masked_key_indices``.
+    DuoAttention) masked through ``module.masked_key_indices`` (read from the modules, or from ``masked``,
+    a per-layer snapshot taken right after the prefill).
     """
     import torch
 
     ledger = BudgetLedger(compression_ratio)
-    layers = _decoder_layers(model)
+    from neurips26.zoo.press_eval import decoder_layers
+
+    layers = decoder_layers(model)
     for idx, layer in enumerate(layers):
         keys = cache.layers[idx].keys
         batch, heads, length, _ = keys.shape
         kept = torch.full((batch, heads), length, dtype=torch.long)
-        masked = getattr(layer.self_attn, "masked_key_indices", None)
-        if masked is not None:
-            b_idx, h_idx, _ = masked
+        layer_masked = (
+            masked[idx] if masked is not None else getattr(layer.self_attn, "masked_key_indices", None)
+        )
+        if layer_masked is not None:
+            b_idx, h_idx, _ = layer_masked
             kept -= torch.zeros(batch, heads, dtype=torch.long).index_put(
                 (b_idx.cpu(), h_idx.cpu()), torch.ones_like(b_idx.cpu()), accumulate=True
             )
@@ -120,11 +127,6 @@ def ledger_from_cache(model: Any, cache: Any, context: int, compression_ratio: f
             )
         )
     return ledger
-
-
-def _decoder_layers(model: Any) -> Any:
-    inner = model.model
-    return inner.language_model.layers if hasattr(inner, "language_model") else inner.layers
 
 
 @dataclass
