@@ -302,7 +302,7 @@ def _orthonormal_columns(rows: torch.Tensor, at_most: int) -> torch.Tensor:
     # compact the non-zero rows to the front: QR's column j is orthogonalised against columns < j, which
     # must all be real directions (a zero column would contribute an arbitrary q)
     order = torch.argsort(nonzero.to(torch.int8), dim=-1, descending=True, stable=True)
-    order = order[:, :at_most]
+    order = order[:, : min(at_most, rows.shape[-1])]  # never more than D directions
     rows = rows.gather(1, order.unsqueeze(-1).expand(-1, -1, rows.shape[-1]))
     nonzero = nonzero.gather(1, order)
     q, r = torch.linalg.qr(rows.transpose(1, 2))  # (batch, D, m), (batch, m, m)
@@ -454,13 +454,26 @@ def _near_duplicates_of(unit: torch.Tensor, kept: torch.Tensor, threshold: float
 def _fill_by_score(
     kept: torch.Tensor, scores: torch.Tensor, budget: int, unit: torch.Tensor, threshold: float
 ) -> torch.Tensor:
-    """Top up every head to ``budget`` by score, near-duplicates of kept tokens last."""
+    """Top up every head to ``budget`` by score; near-duplicates (of kept tokens or of a higher-scored
+    filler) go last, so they are used only once distinct tokens run out."""
     need = budget - kept.sum(-1)
     if bool((need <= 0).all()):
         return kept
     duplicate = _near_duplicates_of(unit, kept, threshold)
     key = scores.double().clamp_min(0.0) + 1.0  # > 0: ranks above every non-candidate
-    key = key.masked_fill(duplicate, 0.5).masked_fill(kept, -1.0)  # duplicates only once others ran out
+    key = key.masked_fill(duplicate, 0.5).masked_fill(kept, -1.0)
+    width = int(need.max())
+    for _ in range(8):  # each pass demotes the fillers that duplicate a better one; rarely more than one
+        order = torch.argsort(key, dim=-1, descending=True, stable=True)[..., :width]
+        fillers = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
+        cos = fillers @ fillers.transpose(-1, -2)
+        earlier = torch.ones(width, width, dtype=torch.bool, device=cos.device).tril(-1)
+        in_need = torch.arange(width, device=cos.device) < need.unsqueeze(-1)  # (B, H, width)
+        repeats = ((cos >= threshold) & earlier & in_need.unsqueeze(-2)).any(-1) & in_need
+        repeats &= key.gather(-1, order) > 0.5  # already demoted ones are the last resort
+        if not bool(repeats.any()):
+            break
+        key.scatter_(-1, order, key.gather(-1, order).masked_fill(repeats, 0.5))
     order = torch.argsort(key, dim=-1, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
