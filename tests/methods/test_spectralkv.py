@@ -98,15 +98,18 @@ def test_concentration_is_zero_for_uniform_and_one_for_one_hot():
 
 
 # --- features and pivoting -------------------------------------------------------------------------------
-def test_metric_features_measure_mean_squared_logits():
+@pytest.mark.parametrize("n_queries", [6, 12])  # fewer queries than head dims (Q k form) and more (M^1/2 k)
+def test_metric_features_measure_mean_squared_logits(n_queries):
     g = torch.Generator().manual_seed(1)
     keys, values = torch.randn(1, 2, 10, 8, generator=g), torch.randn(1, 2, 10, 8, generator=g)
-    queries = torch.randn(1, 2, 6, 8, generator=g)
+    queries = torch.randn(1, 2, n_queries, 8, generator=g)
     phi = metric_features(keys, values, queries)
+    key_part, value_part = phi[..., :-8], phi[..., -8:]
     logits = keys @ queries.transpose(-1, -2)  # (1, 2, n, q)
-    assert torch.allclose(phi[..., :8].pow(2).sum(-1), logits.pow(2).mean(-1), rtol=1e-4, atol=1e-5)
-    key_energy = phi[..., :8].pow(2).sum((-1, -2))
-    assert torch.allclose(phi[..., 8:].pow(2).sum((-1, -2)), key_energy, rtol=1e-4)
+    gram = key_part @ key_part.transpose(-1, -2)
+    assert torch.allclose(gram, logits @ logits.transpose(-1, -2) / n_queries, rtol=1e-4, atol=1e-4)
+    key_energy = key_part.pow(2).sum((-1, -2))
+    assert torch.allclose(value_part.pow(2).sum((-1, -2)), key_energy, rtol=1e-4)
 
 
 def _pivot_order(phi: torch.Tensor, k: int) -> list[int]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -60,9 +61,9 @@ def attention_concentration(window_attention: torch.Tensor, candidate_mask: torc
     m = int(candidate_mask.sum())
     if m <= 1:
         return 0.0
-    rows = window_attention[..., candidate_mask].double()
+    rows = window_attention.float() * candidate_mask.to(window_attention.device, torch.float32)
     rows = rows / rows.sum(-1, keepdim=True).clamp_min(1e-30)
-    entropy = -(rows * rows.clamp_min(1e-30).log()).sum(-1)  # (B, H_q, w)
+    entropy = -torch.special.xlogy(rows, rows).sum(-1)  # (B, H_q, w); 0 log 0 = 0
     return float((1.0 - entropy.mean() / math.log(m)).clamp(0.0, 1.0))
 
 
@@ -79,9 +80,9 @@ def allocate_layer_budgets(
 
     Raises ``ValueError`` when ``total`` lies outside ``[sum(floors), sum(caps)]``.
     """
-    w = torch.as_tensor(weights, dtype=torch.float64).clamp_min(0.0)
-    lo = torch.as_tensor(floors, dtype=torch.float64)
-    hi = torch.as_tensor(caps, dtype=torch.float64)
+    w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
+    lo = np.asarray(floors, dtype=np.float64)
+    hi = np.asarray(caps, dtype=np.float64)
     if not (w.shape == lo.shape == hi.shape) or w.ndim != 1 or len(w) == 0:
         raise ValueError(
             f"weights, floors and caps must be 1-D of one length, got {w.shape}, {lo.shape}, {hi.shape}"
@@ -92,17 +93,17 @@ def allocate_layer_budgets(
         raise ValueError(
             f"total budget {total} must lie in [sum(floors)={int(lo.sum())}, sum(caps)={int(hi.sum())}]"
         )
-    if float(w.sum()) == 0.0:
-        w = torch.ones_like(w)  # no signal: uniform weights
-    t_lo, t_hi = 0.0, float((hi / w.clamp_min(1e-12)).max()) + 1.0
+    if w.sum() == 0.0:
+        w = np.ones_like(w)  # no signal: uniform weights
+    t_lo, t_hi = 0.0, float((hi / np.maximum(w, 1e-12)).max()) + 1.0
     for _ in range(100):  # bisection on the water level; 100 halvings reach float64 resolution
         t = 0.5 * (t_lo + t_hi)
-        if float((t * w).clamp(lo, hi).sum()) < total:
+        if np.clip(t * w, lo, hi).sum() < total:
             t_lo = t
         else:
             t_hi = t
-    real = (t_hi * w).clamp(lo, hi)
-    return _round_to_total(real, total, lo, hi)
+    real = torch.from_numpy(np.clip(t_hi * w, lo, hi))
+    return _round_to_total(real, total, torch.from_numpy(lo), torch.from_numpy(hi))
 
 
 def _round_to_total(real: torch.Tensor, total: int, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
@@ -160,10 +161,15 @@ def metric_features(
     ``(B, H, n, 2d)`` float32 features.
     """
     q = window_queries.float()
-    metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
-    eigval, eigvec = torch.linalg.eigh(metric)
-    root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
-    key_part = keys.float() @ root
+    if q.shape[-2] <= q.shape[-1]:
+        # Q k / sqrt(|Q|) has the same Gram matrix as M^1/2 k (k_i^T Q^T Q k_j / |Q|), in <= d dims and
+        # without an eigendecomposition; pivoting depends on the Gram matrix only
+        key_part = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
+    else:
+        metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
+        eigval, eigvec = torch.linalg.eigh(metric)
+        root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
+        key_part = keys.float() @ root
     v = values.float()
     energy_k = key_part.pow(2).sum((-1, -2), keepdim=True).sqrt()
     energy_v = v.pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
@@ -319,9 +325,14 @@ def _orthonormal_basis(phi: torch.Tensor, mask: torch.Tensor, rank_tol: float) -
     order = torch.argsort(mask.to(torch.int8), dim=-1, descending=True, stable=True)[:, :count]
     rows = phi.gather(1, order.unsqueeze(-1).expand(-1, -1, dim))
     rows = rows * mask.gather(1, order).unsqueeze(-1)
-    u, s, _ = torch.linalg.svd(rows.transpose(1, 2), full_matrices=False)  # (batch, D, r)
-    keep = s > (rank_tol**0.5) * s.amax(-1, keepdim=True).clamp_min(1e-300)
-    return (u * keep.unsqueeze(1)).transpose(1, 2)
+    scale = (rank_tol**0.5) * rows.norm(dim=-1).amax(-1, keepdim=True).clamp_min(1e-300)
+    q, r = torch.linalg.qr(rows.transpose(1, 2))  # (batch, D, min(D, count))
+    diag = r.diagonal(dim1=-2, dim2=-1).abs()
+    padded = ~mask.gather(1, order)[:, : diag.shape[-1]]
+    if bool(((diag > scale) | padded).all()):  # full column rank: QR's columns span the rows exactly
+        return (q * (~padded).unsqueeze(1)).transpose(1, 2)
+    u, sv, _ = torch.linalg.svd(rows.transpose(1, 2), full_matrices=False)  # rank-deficient: SVD is safe
+    return (u * (sv > scale).unsqueeze(1)).transpose(1, 2)
 
 
 def select_topk(scores: torch.Tensor, budget: int, forced: torch.Tensor) -> torch.Tensor:
@@ -387,8 +398,9 @@ def select_coreset(
         need = int(per_head_need.max())
         if need <= 0:
             break
-        duplicate = _near_duplicates_of(unit, kept, duplicate_cosine)
-        # round 0 complements the forced tokens; a restart resets residuals to the full features
+        # round 0 complements the forced tokens (a duplicate of one has no residual); a restart resets
+        # residuals to the full features, so duplicates of kept tokens must be excluded explicitly
+        duplicate = _near_duplicates_of(unit, kept, duplicate_cosine) if round_ else torch.zeros_like(kept)
         picked, _ = pivoted_selection(
             features,
             need,
@@ -441,14 +453,11 @@ def _cap_per_head(picked: torch.Tensor, need: torch.Tensor) -> torch.Tensor:
 
 def _near_duplicates_of(unit: torch.Tensor, kept: torch.Tensor, threshold: float) -> torch.Tensor:
     """``(B, H, n)`` bool: tokens whose unit feature has cosine >= threshold with some kept token."""
-    count = int(kept.sum(-1).max())
-    if count == 0:
+    if not bool(kept.any()):
         return torch.zeros_like(kept)
-    order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :count]
-    kept_unit = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
+    kept_unit, kept_valid = _gather_kept(unit, kept)
     cos = unit @ kept_unit.transpose(-1, -2)  # (B, H, n, count): only against kept tokens
-    cos = cos.masked_fill(~kept.gather(-1, order).unsqueeze(-2), -2.0)
-    return (cos.amax(-1) >= threshold) & ~kept
+    return ((cos >= threshold) & kept_valid.unsqueeze(-2)).any(-1) & ~kept
 
 
 def _fill_by_score(
@@ -457,20 +466,19 @@ def _fill_by_score(
     """Top up every head to ``budget`` by score; near-duplicates (of kept tokens or of a higher-scored
     filler) go last, so they are used only once distinct tokens run out."""
     need = budget - kept.sum(-1)
-    if bool((need <= 0).all()):
-        return kept
-    duplicate = _near_duplicates_of(unit, kept, threshold)
-    key = scores.double().clamp_min(0.0) + 1.0  # > 0: ranks above every non-candidate
-    key = key.masked_fill(duplicate, 0.5).masked_fill(kept, -1.0)
     width = int(need.max())
+    if width <= 0:
+        return kept
+    key = (scores.double().clamp_min(0.0) + 1.0).masked_fill(kept, -1.0)  # > 0 ranks above kept ones
+    kept_unit, kept_valid = _gather_kept(unit, kept)
+    earlier = torch.ones(width, width, dtype=torch.bool, device=unit.device).tril(-1)
+    in_need = torch.arange(width, device=unit.device) < need.unsqueeze(-1)  # (B, H, width)
     for _ in range(8):  # each pass demotes the fillers that duplicate a better one; rarely more than one
         order = torch.argsort(key, dim=-1, descending=True, stable=True)[..., :width]
         fillers = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
-        cos = fillers @ fillers.transpose(-1, -2)
-        earlier = torch.ones(width, width, dtype=torch.bool, device=cos.device).tril(-1)
-        in_need = torch.arange(width, device=cos.device) < need.unsqueeze(-1)  # (B, H, width)
-        repeats = ((cos >= threshold) & earlier & in_need.unsqueeze(-2)).any(-1) & in_need
-        repeats &= key.gather(-1, order) > 0.5  # already demoted ones are the last resort
+        among = ((fillers @ fillers.transpose(-1, -2) >= threshold) & earlier & in_need.unsqueeze(-2)).any(-1)
+        of_kept = ((fillers @ kept_unit.transpose(-1, -2) >= threshold) & kept_valid.unsqueeze(-2)).any(-1)
+        repeats = (among | of_kept) & in_need & (key.gather(-1, order) > 0.5)  # demoted ones: last resort
         if not bool(repeats.any()):
             break
         key.scatter_(-1, order, key.gather(-1, order).masked_fill(repeats, 0.5))
@@ -478,6 +486,14 @@ def _fill_by_score(
     rank = torch.empty_like(order)
     rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
     return kept | (rank < need.unsqueeze(-1))
+
+
+def _gather_kept(unit: torch.Tensor, kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unit features of the kept tokens ``(B, H, c, D)`` (padded) and which rows are real."""
+    count = max(1, int(kept.sum(-1).max()))
+    order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :count]
+    rows = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
+    return rows, kept.gather(-1, order)
 
 
 def near_duplicate_share(
