@@ -291,6 +291,7 @@ PROFILES = {
         "default",
         budget_s=900,
         seeds=3,
+        overrides={"text_batch": 2, "probe_samples": 2},
         grid={"keep_ratio": [0.5, 0.25, 0.125, 0.0625]},
     ),
     "full": Profile(
