@@ -10,10 +10,9 @@ pytest.importorskip("kvpress")
 
 from neurips26.testing.tiny_llms import tiny_llama
 from neurips26.zoo.press_eval import (
-    attention_fidelity,
     cache_bytes,
     compressed_prefill,
-    continuation_nll,
+    decode_continuation,
     kept_mask,
     repeated_text_batch,
     text_batch,
@@ -28,7 +27,7 @@ def model():
 def test_token_by_token_continuation_equals_one_full_forward(model):
     ids = torch.randint(0, 256, (2, 80), generator=torch.Generator().manual_seed(0))
     prefill = compressed_prefill(model, ids[:, :60], None)
-    nll = continuation_nll(model, prefill, ids[:, 60:])
+    nll = decode_continuation(model, prefill, ids[:, 60:]).nll
     with torch.no_grad():
         logits = model(ids).logits[:, 59:79]
     reference = torch.nn.functional.cross_entropy(
@@ -38,15 +37,31 @@ def test_token_by_token_continuation_equals_one_full_forward(model):
 
 
 def test_full_cache_has_zero_fidelity_error_and_a_press_has_some(model):
-    from kvpress import SnapKVPress
+    from kvpress import AdaKVPress, SnapKVPress
 
     ids = torch.randint(0, 256, (1, 120), generator=torch.Generator().manual_seed(1))
-    full = compressed_prefill(model, ids[:, :100], None)
-    assert attention_fidelity(model, ids, 100, full) == pytest.approx(0.0, abs=1e-5)
-    pressed = compressed_prefill(model, ids[:, :100], SnapKVPress(compression_ratio=0.5, window_size=16))
-    assert attention_fidelity(model, ids, 100, pressed) > 1e-3
+    full = compressed_prefill(model, ids[:, :100], None, keep_full=True)
+    full_bytes = cache_bytes(full.cache)  # decoding below appends to the cache
+    assert decode_continuation(model, full, ids[:, 100:], fidelity=True).fidelity_error == pytest.approx(
+        0, abs=1e-5
+    )
+    pressed = compressed_prefill(
+        model, ids[:, :100], SnapKVPress(compression_ratio=0.5, window_size=16), keep_full=True
+    )
+    assert decode_continuation(model, pressed, ids[:, 100:], fidelity=True).fidelity_error > 1e-3
     # kvpress compresses each layer in its own hook: the peak is one full layer plus the compressed ones
-    assert pressed.peak_cache_bytes < full.peak_cache_bytes == cache_bytes(full.cache)
+    assert pressed.peak_cache_bytes < full.peak_cache_bytes == full_bytes
+    # a head-wise press masks instead of dropping: its masks survive later prefills for the decode
+    ada = compressed_prefill(
+        model, ids[:, :100], AdaKVPress(SnapKVPress(compression_ratio=0.5, window_size=16))
+    )
+    compressed_prefill(model, ids[:, :100], None)  # clears the modules' masks
+    masked_nll = decode_continuation(model, ada, ids[:, 100:]).nll
+    assert masked_nll != pytest.approx(
+        decode_continuation(model, compressed_prefill(model, ids[:, :100]), ids[:, 100:]).nll
+    )
+    with pytest.raises(ValueError, match="keep_full"):
+        decode_continuation(model, ada, ids[:, 100:], fidelity=True)
 
 
 def test_kept_mask_reads_head_wise_masks():

@@ -5,9 +5,8 @@ cache) and measures what the compressed *prefill* cache does afterwards:
 
 * :func:`compressed_prefill` -- prefill a batch of prompts under the press; the cache, the last logits and
   the peak cache bytes held during the prefill.
-* :func:`continuation_nll` -- mean next-token NLL of a continuation decoded token by token from the
-  compressed cache (the PG-19 perplexity protocol, scaled down).
-* :func:`attention_fidelity` -- for *future* queries (the continuation, computed by the full model), the
+* :func:`decode_continuation` -- mean next-token NLL of a continuation decoded token by token from the
+  compressed cache (the PG-19 perplexity protocol, scaled down) and, for those *future* queries, the
   relative error of each layer's attention output over the kept prefix entries versus all of them.
 * :func:`repeated_text_batch` -- the redundancy stress set: one held-out passage repeated, then its start.
 
@@ -28,10 +27,10 @@ import torch
 
 __all__ = [
     "CompressedPrefill",
-    "attention_fidelity",
+    "Continuation",
     "cache_bytes",
     "compressed_prefill",
-    "continuation_nll",
+    "decode_continuation",
     "decoder_layers",
     "kept_mask",
     "post_rope_queries",
@@ -56,6 +55,7 @@ class CompressedPrefill:
     peak_cache_bytes: int
     context: int
     masked: list[Any]  # per layer: the press's ``masked_key_indices`` (head-wise eviction) or None
+    full: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # each layer's keys/values before the press
 
     def restore_masks(self, model: Any) -> None:
         """Put the head-wise masks back on the modules (any later prefill on the model clears them)."""
@@ -67,31 +67,53 @@ def _press_context(press: Any, model: Any) -> contextlib.AbstractContextManager[
     return press(model) if press is not None else contextlib.nullcontext()
 
 
-def compressed_prefill(model: Any, ids: torch.Tensor, press: Any = None) -> CompressedPrefill:
-    """Prefill ``ids`` (B, n) under ``press`` into a fresh ``DynamicCache``; track the peak cache bytes."""
+def compressed_prefill(
+    model: Any, ids: torch.Tensor, press: Any = None, *, keep_full: bool = False
+) -> CompressedPrefill:
+    """Prefill ``ids`` (B, n) under ``press`` into a fresh ``DynamicCache``; track the peak cache bytes.
+
+    ``keep_full=True`` also keeps every layer's uncompressed keys and values (as the press saw them), for
+    :func:`decode_continuation`'s attention-fidelity measurement.
+    """
     from transformers import DynamicCache
 
     cache = DynamicCache()
     for layer in decoder_layers(model):  # a head-wise press of an earlier prefill must not leak its mask
         layer.self_attn.masked_key_indices = None
+    full: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     # the tracker's hooks go first, so they see each layer's full cache before the press compresses it
-    with torch.no_grad(), track_cache_bytes(model, cache) as stats, _press_context(press, model):
+    tracker = track_cache_bytes(model, cache, full if keep_full else None)
+    with torch.no_grad(), tracker as stats, _press_context(press, model):
         out = model(input_ids=ids, past_key_values=cache, use_cache=True)
     masked = [getattr(layer.self_attn, "masked_key_indices", None) for layer in decoder_layers(model)]
-    return CompressedPrefill(cache, out.logits[:, -1].float(), stats["peak_bytes"], ids.shape[1], masked)
+    return CompressedPrefill(
+        cache,
+        out.logits[:, -1].float(),
+        stats["peak_bytes"],
+        ids.shape[1],
+        masked,
+        [full[i] for i in sorted(full)] if keep_full else None,
+    )
 
 
 @contextlib.contextmanager
-def track_cache_bytes(model: Any, cache: Any) -> Iterator[dict[str, int]]:
+def track_cache_bytes(
+    model: Any, cache: Any, snapshot: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
+) -> Iterator[dict[str, int]]:
     """Record the peak bytes ``cache`` holds after each attention layer of a forward pass.
 
     Enter it *before* ``with press(model)``: hooks run in registration order, so each layer is measured
-    after its attention wrote the full layer and before the press compressed it -- the true peak.
+    after its attention wrote the full layer and before the press compressed it -- the true peak. A
+    ``snapshot`` dict receives each layer's full ``(keys, values)`` at that moment (references: a press
+    replaces the cache tensors rather than editing them).
     """
     stats = {"peak_bytes": 0}
 
     def after_attention(module: Any, args: Any, kwargs: dict, output: Any) -> None:
         stats["peak_bytes"] = max(stats["peak_bytes"], cache_bytes(cache))
+        if snapshot is not None:
+            layer = cache.layers[module.layer_idx]
+            snapshot[module.layer_idx] = (layer.keys, layer.values)
 
     hooks = [
         layer.self_attn.register_forward_hook(after_attention, with_kwargs=True)
@@ -115,33 +137,93 @@ def cache_bytes(cache: Any) -> int:
     return total
 
 
-def continuation_nll(model: Any, prefill: CompressedPrefill, continuation: torch.Tensor) -> float:
-    """Mean NLL (nats/token) of ``continuation`` (B, m) decoded one token at a time from ``prefill``.
+@dataclass
+class Continuation:
+    """What decoding a continuation from a compressed prefill measured."""
+
+    nll: float  # mean next-token NLL, nats per token
+    fidelity_error: float | None  # mean relative attention-output error over the prefix (None if not asked)
+
+
+def decode_continuation(
+    model: Any, prefill: CompressedPrefill, continuation: torch.Tensor, *, fidelity: bool = False
+) -> Continuation:
+    """Decode ``continuation`` (B, m) one token at a time from ``prefill``: its NLL and attention fidelity.
 
     One token per step is what a serving engine does after compression, and it avoids multi-token causal
-    masks over a cache whose layers hold different numbers of entries.
+    masks over a cache whose layers hold different numbers of entries (transformers builds one mask for all
+    layers). With ``fidelity=True`` (the prefill needs ``keep_full=True``) every decode query of every layer
+    attends twice over the *prefix*: to all its keys (as the press saw them) and to the kept entries only;
+    the error ``||o_kept - o_full|| / ||o_full||`` is averaged over layers, query heads, steps and batch.
+    These are the future queries the compressed model really issues.
     """
     batch, steps = continuation.shape
+    if fidelity and prefill.full is None:
+        raise ValueError("fidelity=True needs a prefill made with compressed_prefill(..., keep_full=True)")
     prefill.restore_masks(model)
+    errors: list[torch.Tensor] = []
+    hooks = []
+    if fidelity:
+        kept_lengths = [layer.keys.shape[2] for layer in prefill.cache.layers]
+
+        def measure(module: Any, args: Any, kwargs: dict) -> None:
+            idx = module.layer_idx
+            queries = post_rope_queries(module, kwargs["hidden_states"], kwargs["position_embeddings"])
+            layer = prefill.cache.layers[idx]
+            kept = (layer.keys[:, :, : kept_lengths[idx]], layer.values[:, :, : kept_lengths[idx]])
+            errors.append(_attention_error(queries, prefill.full[idx], kept, prefill.masked[idx]))
+
+        hooks = [
+            layer.self_attn.register_forward_pre_hook(measure, with_kwargs=True)
+            for layer in decoder_layers(model)
+        ]
     logits = prefill.last_logits
     total = torch.zeros((), dtype=torch.float64)
     position = prefill.context
-    with torch.no_grad():
-        for t in range(steps):
-            target = continuation[:, t]
-            total += torch.nn.functional.cross_entropy(logits, target, reduction="sum").double()
-            if t + 1 == steps:
-                break
-            out = model(
-                input_ids=target[:, None],
-                past_key_values=prefill.cache,
-                cache_position=torch.tensor([position]),
-                position_ids=torch.full((batch, 1), position),
-                use_cache=True,
-            )
-            logits = out.logits[:, -1].float()
-            position += 1
-    return float(total) / (batch * steps)
+    try:
+        with torch.no_grad():
+            for t in range(steps):
+                target = continuation[:, t]
+                total += torch.nn.functional.cross_entropy(logits, target, reduction="sum").double()
+                if t + 1 == steps:
+                    break
+                out = model(
+                    input_ids=target[:, None],
+                    past_key_values=prefill.cache,
+                    cache_position=torch.tensor([position]),
+                    position_ids=torch.full((batch, 1), position),
+                    use_cache=True,
+                )
+                logits = out.logits[:, -1].float()
+                position += 1
+    finally:
+        for hook in hooks:
+            hook.remove()
+    error = float(torch.stack(errors).mean()) if errors else None
+    return Continuation(float(total) / (batch * steps), error)
+
+
+def _attention_error(
+    queries: torch.Tensor,
+    full: tuple[torch.Tensor, torch.Tensor],
+    kept: tuple[torch.Tensor, torch.Tensor],
+    masked: Any,
+) -> torch.Tensor:
+    """Mean relative error of softmax attention over ``kept`` entries vs ``full`` ones (GQA-aware)."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    queries = queries.float()
+    groups = queries.shape[1] // full[0].shape[1]
+    scale = 1.0 / math.sqrt(queries.shape[-1])
+    keys_full, values_full = (repeat_kv(t.float(), groups) for t in full)
+    reference = torch.softmax(queries @ keys_full.transpose(-1, -2) * scale, -1) @ values_full
+    keys, values = (repeat_kv(t.float(), groups) for t in kept)
+    visible = repeat_kv(kept_mask(masked, kept[0])[..., None].float(), groups)[..., 0]
+    logits = (queries @ keys.transpose(-1, -2) * scale).masked_fill(
+        visible[:, :, None, :] == 0, float("-inf")
+    )
+    approx = torch.softmax(logits, -1) @ values
+    return ((approx - reference).norm(dim=-1) / reference.norm(dim=-1).clamp_min(1e-12)).mean()
 
 
 def post_rope_queries(module: Any, hidden_states: torch.Tensor, position_embeddings: Any) -> torch.Tensor:
@@ -161,59 +243,6 @@ def kept_mask(masked: Any, keys: torch.Tensor) -> torch.Tensor:
     if masked is not None:
         mask[masked] = False
     return mask
-
-
-def attention_fidelity(
-    model: Any, full_ids: torch.Tensor, context: int, prefill: CompressedPrefill, *, max_queries: int = 64
-) -> float:
-    """Mean relative error of attention outputs over the compressed prefix, for future queries.
-
-    The full model runs on ``full_ids`` (B, n + m); its post-RoPE queries at the ``m`` continuation
-    positions attend (a) to the ``n`` prefix keys of the full cache and (b) to the entries the press kept.
-    Error per (layer, query head, query) is ``||o_S - o|| / ||o||``; the mean over all is returned.
-    """
-    from transformers import DynamicCache
-    from transformers.models.llama.modeling_llama import repeat_kv
-
-    captured: dict[int, torch.Tensor] = {}
-    layers = decoder_layers(model)
-
-    def grab(module: Any, args: Any, kwargs: dict) -> None:
-        hidden = kwargs["hidden_states"][:, context : context + max_queries]
-        cos, sin = kwargs["position_embeddings"]
-        window = (cos[:, context : context + max_queries], sin[:, context : context + max_queries])
-        captured[module.layer_idx] = post_rope_queries(module, hidden, window)
-
-    hooks = [layer.self_attn.register_forward_pre_hook(grab, with_kwargs=True) for layer in layers]
-    full_cache = DynamicCache()
-    try:
-        with torch.no_grad():
-            model(input_ids=full_ids, past_key_values=full_cache, use_cache=True)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    errors = []
-    for idx in range(len(layers)):
-        queries = captured[idx].float()
-        groups = queries.shape[1] // full_cache.layers[idx].keys.shape[1]
-        scale = 1.0 / math.sqrt(queries.shape[-1])
-        keys_full = repeat_kv(full_cache.layers[idx].keys[:, :, :context].float(), groups)
-        values_full = repeat_kv(full_cache.layers[idx].values[:, :, :context].float(), groups)
-        reference = torch.softmax(queries @ keys_full.transpose(-1, -2) * scale, -1) @ values_full
-        kept_keys = prefill.cache.layers[idx].keys[:, :, : _prefill_length(prefill, idx)].float()
-        kept_values = prefill.cache.layers[idx].values[:, :, : kept_keys.shape[2]].float()
-        visible = repeat_kv(kept_mask(prefill.masked[idx], kept_keys)[..., None].float(), groups)[..., 0]
-        logits = queries @ repeat_kv(kept_keys, groups).transpose(-1, -2) * scale
-        logits = logits.masked_fill(visible[:, :, None, :] == 0, float("-inf"))
-        approx = torch.softmax(logits, -1) @ repeat_kv(kept_values, groups)
-        err = (approx - reference).norm(dim=-1) / reference.norm(dim=-1).clamp_min(1e-12)
-        errors.append(err.mean())
-    return float(torch.stack(errors).mean())
-
-
-def _prefill_length(prefill: CompressedPrefill, idx: int) -> int:
-    """Entries layer ``idx`` held right after prefill (the fidelity runs before any decoding)."""
-    return prefill.cache.layers[idx].keys.shape[2]
 
 
 def text_batch(ids: np.ndarray, rng: np.random.Generator, batch: int, length: int) -> torch.Tensor:
