@@ -284,3 +284,28 @@ def test_readme_snippet_runs():
     text = README.read_text()
     snippet = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(snippet, str(README), "exec"), {})
+
+
+def test_pivoting_from_rank_deficient_chosen_tokens_skips_their_span():
+    g = torch.Generator().manual_seed(8)
+    phi = torch.randn(1, 12, 5, generator=g)
+    phi[0, 1] = 2 * phi[0, 0]  # the chosen set spans only 1 direction through two tokens
+    chosen = torch.zeros(1, 12, dtype=torch.bool)
+    chosen[0, :2] = True
+    phi[0, 7] = -3 * phi[0, 0]  # in the chosen span: never worth picking
+    picked, _ = pivoted_selection(phi, 4, chosen=chosen)
+    assert int(picked.sum()) == 4 and not picked[0, :2].any() and not picked[0, 7]
+
+
+def test_uniform_press_runs_in_the_kvpress_pipeline():
+    from transformers import pipeline
+
+    from neurips26 import zoo
+
+    model, tokenizer = zoo.load("tiny-llama")
+    pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tokenizer, device="cpu")
+    context = README.read_text()[:2000]
+    press = SpectralKVPress(0.5, budget_mode="uniform")
+    answer = pipe(context, question="\n# Summary:", press=press, max_new_tokens=4)["answer"]
+    assert isinstance(answer, str)
+    press.ledger.check()
