@@ -140,3 +140,20 @@ def test_export_handles_plain_functions_with_closure_constants() -> None:
 def test_bad_frontend_names_the_choices() -> None:
     with pytest.raises(ValueError, match=r"frontend='tracer'.*'auto', 'export', 'dispatch', 'jax'"):
         analyze(nn.Linear(2, 2), [torch.randn(1, 2)], frontend="tracer")
+
+
+def test_hugging_face_gpt2_exports_with_tied_weights() -> None:
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        n_layer=1, n_positions=32, n_embd=32, n_head=2, vocab_size=50, attn_implementation="sdpa"
+    )
+    ids = torch.randint(0, 50, (1, 16))
+    cached = analyze(transformers.GPT2LMHeadModel(config).eval(), [ids], hw="H200")
+    assert cached.frontend == "torch-dispatch" and "DynamicCache" in cached.frontend_note  # not a pytree
+    config.use_cache = False
+    report = analyze(transformers.GPT2LMHeadModel(config).eval(), [ids], hw="H200")
+    # lm_head.weight is tied to transformer.wte.weight; export names it by its own FQN
+    assert report.frontend == "torch-export" and report.validated and report.complete
+    dense_attention = 2 * 16 * 16 * 2 * 16  # under export HF builds an explicit mask: counted dense
+    assert report.macs["float32"] == 16 * 32 * (96 + 32 + 128 + 128) + dense_attention + 16 * 32 * 50

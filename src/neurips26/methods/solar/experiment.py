@@ -387,7 +387,8 @@ def _jax_row_text(row: dict[str, Any]) -> str:
 
 def main() -> None:
     """Run one profile for every system without the harness runner and print metrics (and per-program rows
-    with ``--rows``): ``python -m neurips26.methods.solar.experiment [smoke|default|full] [--rows]``."""
+    with ``--rows``): ``python -m neurips26.methods.solar.experiment [smoke|default|full] [--rows]
+    [--suite torch|jax]``."""
     import argparse
     import json
 
@@ -396,10 +397,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("profile", nargs="?", default="default")
     parser.add_argument("--rows", action="store_true")
+    parser.add_argument("--suite", choices=["torch", "jax"], help="run one grid point only")
     args = parser.parse_args()
     profile = EXPERIMENT.profile(args.profile)
     per_suite: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for point in profile.points():
+        if args.suite and point.get("suite") != args.suite:
+            continue
         config = EXPERIMENT.config_for(profile, point, {})
         per_system = per_suite.setdefault(config.suite, {})
         for name, factory in EXPERIMENT.systems.items():

@@ -95,7 +95,24 @@ def export_program(program: Callable[..., Any], inputs: tuple[Any, ...]) -> torc
         raise ExportFailed(f"torch.export failed: {type(exc).__name__}: {first[:200]}") from exc
 
 
+def _state_aliases(program: Any) -> dict[str, str]:
+    """Every qualified name of a parameter/buffer -> the name ``module_state`` keeps for it (tied weights such
+    as ``lm_head.weight`` = ``transformer.wte.weight`` appear once in the state, under their first name)."""
+    if not isinstance(program, torch.nn.Module):
+        return {}
+    first: dict[int, str] = {}
+    aliases: dict[str, str] = {}
+    named = [
+        *program.named_parameters(remove_duplicate=False),
+        *program.named_buffers(remove_duplicate=False),
+    ]
+    for name, tensor in named:
+        aliases[name] = first.setdefault(id(tensor), name)
+    return aliases
+
+
 def _placeholder_values(
+    program: Any,
     exported: torch.export.ExportedProgram,
     inputs: tuple[Any, ...],
     state: Mapping[str, torch.Tensor],
@@ -106,6 +123,7 @@ def _placeholder_values(
 
     tensors = [x for x in tree_flatten(inputs)[0] if isinstance(x, torch.Tensor)]
     user = iter(tensors)
+    aliases = _state_aliases(program)
     values: dict[str, Any] = {}
     for spec in exported.graph_signature.input_specs:
         name = spec.arg.name
@@ -114,9 +132,10 @@ def _placeholder_values(
             if values[name] is None:
                 raise ExportFailed("the exported graph has more tensor inputs than the call")
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-            if spec.target not in state:
+            canonical = aliases.get(spec.target, spec.target)
+            if canonical not in state:
                 raise ExportFailed(f"exported state {spec.target!r} is not among the module's parameters")
-            values[name] = state[spec.target]
+            values[name] = state[canonical]
         elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
             values[name] = exported.constants[spec.target]
         elif spec.kind == InputKind.TOKEN:
@@ -168,7 +187,7 @@ def trace_export(
 
     recorder = _Recorder()
     bind_program_buffers(recorder, inputs, state)
-    placeholders = _placeholder_values(exported, inputs, state)
+    placeholders = _placeholder_values(program, exported, inputs, state)
     env: dict[torch.fx.Node, Any] = {}
     outputs: list[Any] = []
     try:

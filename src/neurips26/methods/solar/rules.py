@@ -586,7 +586,15 @@ def _install_defaults() -> None:
     ):
         register_rule(op, rule_sdpa_aten)
     register_rule("aten::_linalg_solve_ex", rule_linalg_solve)
-    register_rule("aten::_linalg_check_errors", lambda call: OpCost("view", {}, 0, []))
+    for op in (  # checks that compute nothing (export inserts the metadata assertions)
+        "aten::_linalg_check_errors",
+        "aten::_assert_tensor_metadata",
+        "aten::_assert_async",
+        "aten::_assert_scalar",
+        "aten::_functional_assert_async",
+        "aten::sym_constrain_range_for_size",
+    ):
+        register_rule(op, lambda call: OpCost("view", {}, 0, []))
     for op in ("aten::sum.dim_IntList", "aten::sum", "aten::mean.dim", "aten::mean", "aten::amax"):
         register_rule(op, rule_reduction_einsum)
     for op in (
