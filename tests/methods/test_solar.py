@@ -373,7 +373,11 @@ def test_cli_analyze_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[st
         cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "H200", "--json", str(json_path)]))
         == 0
     )
-    assert "validated True" in capsys.readouterr().out and json_path.exists()
+    out = capsys.readouterr().out
+    assert "validated True" in out and "frontend torch-export" in out and json_path.exists()
+    args = ["analyze", f"{source}:Model", "--hw", "H200", "--frontend", "dispatch", "--no-validate"]
+    assert cli.main(parser.parse_args(args)) == 0
+    assert "frontend torch-dispatch" in capsys.readouterr().out
     assert cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "nope"])) == 1
     assert "known" in capsys.readouterr().err
 

@@ -176,6 +176,7 @@ class SOLReport:
             f"  unfused {b.unfused:.3e}  target {b.target:.3e}",
             f"  bottleneck {self.bottleneck}, intensity {self.arithmetic_intensity:.2f} FLOP/B, "
             f"validated {self.validated} ({self.validation.reason})",
+            f"  frontend {self.frontend}" + (f" ({self.frontend_note})" if self.frontend_note else ""),
         ]
         for op, n in sorted(self.unknown_ops.items()):
             lines.append(f"  unknown op {op} (x{n}): {UNKNOWN_HINT.format(op=op)}")
