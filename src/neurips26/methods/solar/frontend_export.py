@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import operator
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -88,8 +89,10 @@ def export_program(program: Callable[..., Any], inputs: tuple[Any, ...]) -> torc
         # dtypes, and the placeholders are bound to the substituted state afterwards
         module = copy.deepcopy(module).to_empty(device=next(iter(target)))
     try:
-        exported = torch.export.export(module, inputs, strict=False)
-        return exported.run_decompositions(trimmed_decomposition_table())
+        with warnings.catch_warnings():  # torch-internal pytree deprecation noise on every export
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            exported = torch.export.export(module, inputs, strict=False)
+            return exported.run_decompositions(trimmed_decomposition_table())
     except Exception as exc:  # export raises many types (UserError, GuardOnDataDependentSymNode, ...)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ExportFailed(f"torch.export failed: {type(exc).__name__}: {first[:200]}") from exc
