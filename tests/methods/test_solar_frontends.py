@@ -157,3 +157,22 @@ def test_hugging_face_gpt2_exports_with_tied_weights() -> None:
     assert report.frontend == "torch-export" and report.validated and report.complete
     dense_attention = 2 * 16 * 16 * 2 * 16  # under export HF builds an explicit mask: counted dense
     assert report.macs["float32"] == 16 * 32 * (96 + 32 + 128 + 128) + dense_attention + 16 * 32 * 50
+
+
+class ClampWithConstant(nn.Module):
+    """Builds a tensor on the input's device inside forward: on meta its value is unknown to the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(self.proj(x), torch.tensor(-1.0, device=x.device))
+
+
+def test_export_gate_retraces_a_meta_module_on_cpu_with_random_weights() -> None:
+    with torch.device("meta"):
+        model = ClampWithConstant().eval()
+    report = analyze(model, [torch.empty(4, 8, device="meta")], hw="H200", frontend="export")
+    assert report.frontend == "torch-export" and report.macs == {"float32": 4 * 8 * 8}
+    assert report.validated and "CPU re-trace" in report.validation.reason
