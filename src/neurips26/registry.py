@@ -107,6 +107,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "kvpress press",
         "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines at equal budget.",
         extras=("llm",),
+        experiment="neurips26.methods.spectralkv.experiment:EXPERIMENT",
+        estimate_s=900,
     ),
     _M(
         "sprepe",

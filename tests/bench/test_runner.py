@@ -124,3 +124,13 @@ def test_experiment_spec_validation() -> None:
             TOY_EXPERIMENT.run,
             "median",
         )
+
+
+def test_claim_where_restricts_the_verdict_to_listed_grid_points(tmp_path) -> None:
+    claim = replace(TOY_EXPERIMENT.claims[0], where={"outlier_fraction": (0.2,)})
+    experiment = replace(TOY_EXPERIMENT, claims=(claim,))
+    result = run_experiment(experiment, REF, tmp_path / "toy", profile="default")
+    checks = result["claims"][0]["checks"]
+    assert [c["point"] for c in checks] == [{"outlier_fraction": 0.2}]
+    assert result["claims"][0]["where"] == {"outlier_fraction": [0.2]}
+    assert claim.covers({"outlier_fraction": 0.2}) and not claim.covers({"outlier_fraction": 0.05})

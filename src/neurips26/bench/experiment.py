@@ -40,6 +40,8 @@ class Claim:
     the good side). ``kind="noninferior"`` asks that ours be no worse than the best baseline by more than
     ``margin`` (relative to the baseline's mean), e.g. "comparable prediction error".
     ``per_point=True`` checks the claim at every grid point and reproduces only if all do.
+    ``where`` restricts the claim to grid points whose values are listed, e.g.
+    ``{"keep_ratio": (0.125, 0.0625)}`` for a claim made only at aggressive compression.
     """
 
     text: str
@@ -49,6 +51,11 @@ class Claim:
     kind: ClaimKind = "better"
     margin: float = 0.0
     per_point: bool = True
+    where: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def covers(self, point: Mapping[str, Any]) -> bool:
+        """Whether the claim is made at grid point ``point``."""
+        return all(point.get(key) in values for key, values in self.where.items())
 
     def __post_init__(self) -> None:
         if self.kind not in ("better", "noninferior"):

@@ -334,7 +334,9 @@ def evaluate_claim(experiment: Experiment, profile: Profile, claim: Any, cells: 
     goal = experiment.metric(claim.metric).goal
     present = set(experiment.system_names(profile))
     versus = [name for name in claim.versus if name in present]
-    points: list[dict | None] = list(profile.points()) if claim.per_point else [None]
+    covered = [p for p in profile.points() if claim.covers(p)]
+    points: list[dict | None] = list(covered) if claim.per_point else ([None] if covered else [])
+    cells = [c for c in cells if claim.covers(c["point"])]
     checks = []
     for point in points:
         ours = _values_by_key(cells, claim.ours, claim.metric, point)
@@ -352,6 +354,7 @@ def evaluate_claim(experiment: Experiment, profile: Profile, claim: Any, cells: 
         "margin": claim.margin,
         "ours": claim.ours,
         "versus": versus,
+        "where": {key: list(values) for key, values in claim.where.items()},
         "checks": checks,
         "reproduced": combine_verdicts([c["reproduced"] for c in checks]) if runnable else "inconclusive",
     }

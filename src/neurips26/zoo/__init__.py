@@ -74,6 +74,10 @@ def load(name: str, *, path: str | Path | None = None, dtype: Any = None) -> tup
             f"zoo checkpoint {name!r} at {str(directory)!r} is missing {', '.join(missing)}; "
             + _rebuild_hint(name)
         )
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a per-tensor "Loading weights" bar drowns experiment logs
     try:
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype or torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(str(directory))
@@ -82,6 +86,9 @@ def load(name: str, *, path: str | Path | None = None, dtype: Any = None) -> tup
             f"zoo checkpoint {name!r} at {str(directory)!r} could not be loaded "
             f"({type(exc).__name__}: {exc}); " + _rebuild_hint(name)
         ) from exc
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     model.eval()
     return model, tokenizer
 

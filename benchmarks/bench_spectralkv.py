@@ -1,0 +1,138 @@
+"""SpectralKV speed and memory: compression-step time vs SnapKV, pivoting cost vs context, peak prefill cache.
+
+    PYTHONPATH=src python benchmarks/bench_spectralkv.py [--contexts 1024 2048 4096] [--reps 5]
+
+(1) The compression step is every press hook's time during one prefill of the zoo's tiny-llama (the
+model's own attention excluded), summed over layers: SnapKV (kvpress) vs SpectralKV with its default
+blocked pivoting and with exact pivoting. Repetitions are interleaved and the median is reported, so
+background load hits every press alike. (2) Pivoting alone for a fixed budget of 128 tokens at growing
+context: cost should grow linearly. (3) Peak KV-cache bytes during the prefill: full cache, dynamic
+(entropy) SpectralKV, static SpectralKV and SnapKV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import torch
+from kvpress import SnapKVPress
+from transformers import DynamicCache
+
+from neurips26 import zoo
+from neurips26.methods.spectralkv import SpectralKVPress, calibrate_budget_profile
+from neurips26.methods.spectralkv.core import forced_token_mask, metric_features, select_coreset
+from neurips26.zoo.evaluation import heldout_tokens
+from neurips26.zoo.press_eval import compressed_prefill
+
+
+def timed_hooks(press: Any) -> list[float]:
+    """Wrap ``press.forward_hook`` so every call's wall time is appended to the returned list."""
+    times: list[float] = []
+    hook = press.forward_hook
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        out = hook(*args, **kwargs)
+        times.append(time.perf_counter() - start)
+        return out
+
+    press.forward_hook = wrapper
+    return times
+
+
+def compression_step_ms(
+    model: Any, ids: torch.Tensor, presses: dict[str, Any], reps: int
+) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in presses}
+    for rep in range(reps + 1):  # the first round warms up
+        for name, press in presses.items():
+            times = timed_hooks(press)
+            with torch.no_grad(), press(model):
+                model(ids, past_key_values=DynamicCache())
+            press.forward_hook = type(press).forward_hook.__get__(press)
+            if rep:
+                samples[name].append(1e3 * sum(times))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def pivoting_ms(n: int, budget: int, reps: int) -> float:
+    g = torch.Generator().manual_seed(n)
+    keys, values = torch.randn(1, 2, n, 64, generator=g), torch.randn(1, 2, n, 64, generator=g)
+    queries, scores = torch.randn(1, 2, 64, 64, generator=g), torch.rand(1, 2, n, generator=g)
+    features = metric_features(keys, values, queries, scores=scores)
+    forced = forced_token_mask(n, 4, 32)
+    select_coreset(features, scores, budget, forced, block_size=16, pool_factor=2.0, energy_tol=0.01)
+    runs = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        select_coreset(features, scores, budget, forced, block_size=16, pool_factor=2.0, energy_tol=0.01)
+        runs.append(1e3 * (time.perf_counter() - start))
+    return statistics.median(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--keep", type=float, default=0.125)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model, tokenizer = zoo.load("tiny-llama")
+    stream = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids.astype("int64"))
+    ratio = 1 - args.keep
+
+    print(
+        f"## compression step per prefill (ms, all {model.config.num_hidden_layers} layers, keep {args.keep})"
+    )
+    print(
+        "| context | SnapKV | SpectralKV (blocked, default) | ratio | SpectralKV (exact pivoting) | ratio |"
+    )
+    print("|---|---|---|---|---|---|")
+    for n in args.contexts:
+        ids = stream[:n][None]
+        presses = {
+            "snapkv": SnapKVPress(compression_ratio=ratio, window_size=32, kernel_size=5),
+            "ours": SpectralKVPress(compression_ratio=ratio),
+            "exact": SpectralKVPress(compression_ratio=ratio, block_size=1, pool_factor=None, energy_tol=0.0),
+        }
+        ms = compression_step_ms(model, ids, presses, args.reps)
+        print(
+            f"| {n} | {ms['snapkv']:.1f} | {ms['ours']:.1f} | {ms['ours'] / ms['snapkv']:.2f}x "
+            f"| {ms['exact']:.1f} | {ms['exact'] / ms['snapkv']:.2f}x |"
+        )
+
+    print("\n## pivoting alone, fixed budget 128 tokens per head (2 KV heads, D = 128)")
+    print("| context | ms | ms per 1k tokens |")
+    print("|---|---|---|")
+    for n in (1024, 2048, 4096, 8192):
+        ms = pivoting_ms(n, 128, args.reps)
+        print(f"| {n} | {ms:.2f} | {ms / (n / 1024):.2f} |")
+
+    print(f"\n## peak KV cache during prefill (MiB, batch 1, keep {args.keep})")
+    print("| context | full cache | SpectralKV dynamic | SpectralKV static | SnapKV | static vs full |")
+    print("|---|---|---|---|---|---|")
+    profile = calibrate_budget_profile(model, [stream[i * 1024 : (i + 1) * 1024][None] for i in range(4)])
+    for n in (*args.contexts, 8192):
+        ids = stream[:n][None]
+        peaks = {
+            name: compressed_prefill(model, ids, press).peak_cache_bytes / 2**20
+            for name, press in {
+                "full": None,
+                "dynamic": SpectralKVPress(compression_ratio=ratio),
+                "static": SpectralKVPress(compression_ratio=ratio, budget_mode="static", profile=profile),
+                "snapkv": SnapKVPress(compression_ratio=ratio, window_size=32),
+            }.items()
+        }
+        print(
+            f"| {n} | {peaks['full']:.1f} | {peaks['dynamic']:.1f} | {peaks['static']:.1f} | {peaks['snapkv']:.1f} "
+            f"| -{100 * (1 - peaks['static'] / peaks['full']):.0f}% |"
+        )
+
+
+if __name__ == "__main__":
+    main()

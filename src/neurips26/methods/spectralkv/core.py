@@ -1,0 +1,519 @@
+"""SpectralKV on plain tensors: layer budgets by attention concentration, and a spectral coreset.
+
+SpectralKV: entropy-guided layer budgets and spectral-coreset KV-cache compression (NeurIPS 2026).
+
+Two independent steps, both training-free and batched over (batch, KV head):
+
+* **Across layers** -- :func:`attention_concentration` turns observation-window attention into
+  ``c_l = 1 - H_l / log(m)`` (mean row entropy, normalised by the number of candidate keys) and
+  :func:`allocate_layer_budgets` water-fills a fixed global budget with weights ``c_l ** gamma`` between a
+  floor (sinks + window) and a cap (the context), then rounds so the integers sum *exactly* to the total.
+* **Within a layer** -- :func:`metric_features` embeds every token in a joint key-value space whose key
+  part is aligned with the metric of the observation queries (``|| M^1/2 k ||^2`` is the mean squared
+  logit), and :func:`select_coreset` keeps the forced tokens (sinks, window) and picks the rest by
+  residual pivoting (:func:`pivoted_selection`, a batched greedy pivoted QR): each pick is the token whose
+  feature is farthest from the span of what is already kept, so a near-duplicate of a kept token has a
+  near-zero residual and is not picked.
+
+Shapes: ``B`` batch, ``H`` KV heads, ``n`` tokens, ``d`` head dim, ``D = 2 d`` feature dim, ``L`` layers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+__all__ = [
+    "RANK_STRATEGIES",
+    "allocate_layer_budgets",
+    "attention_concentration",
+    "forced_token_mask",
+    "metric_features",
+    "near_duplicate_share",
+    "pivoted_selection",
+    "select_coreset",
+    "select_topk",
+]
+
+RANK_STRATEGIES = ("hybrid", "restart")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Across layers
+# ---------------------------------------------------------------------------------------------------------
+def attention_concentration(window_attention: torch.Tensor, candidate_mask: torch.Tensor) -> float:
+    """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
+
+    Parameters
+    ----------
+    window_attention:
+        ``(B, H_q, w, n)`` softmax rows of the last ``w`` queries over all ``n`` keys.
+    candidate_mask:
+        ``(n,)`` bool, the keys a budget decision is about (not sinks, not the window). Rows are
+        renormalised over them, so a layer that parks its mass on the sink is judged by the rest.
+
+    Returns
+    -------
+    float in ``[0, 1]``: 1 when each row puts all its mass on one candidate key, 0 when uniform.
+    """
+    m = int(candidate_mask.sum())
+    if m <= 1:
+        return 0.0
+    rows = window_attention.float() * candidate_mask.to(window_attention.device, torch.float32)
+    rows = rows / rows.sum(-1, keepdim=True).clamp_min(1e-30)
+    entropy = -torch.special.xlogy(rows, rows).sum(-1)  # (B, H_q, w); 0 log 0 = 0
+    return float((1.0 - entropy.mean() / math.log(m)).clamp(0.0, 1.0))
+
+
+def allocate_layer_budgets(
+    weights: torch.Tensor | list[float],
+    total: int,
+    floors: torch.Tensor | list[int],
+    caps: torch.Tensor | list[int],
+) -> torch.Tensor:
+    """Water-fill ``total`` slots over layers in proportion to ``weights``, within ``[floor, cap]``.
+
+    Finds ``t`` with ``sum_l clip(t * w_l, f_l, c_l) = total`` by bisection, then rounds by largest
+    remainder so the integer budgets sum exactly to ``total`` and stay within their bounds.
+
+    Raises ``ValueError`` when ``total`` lies outside ``[sum(floors), sum(caps)]``.
+    """
+    w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
+    lo = np.asarray(floors, dtype=np.float64)
+    hi = np.asarray(caps, dtype=np.float64)
+    if not (w.shape == lo.shape == hi.shape) or w.ndim != 1 or len(w) == 0:
+        raise ValueError(
+            f"weights, floors and caps must be 1-D of one length, got {w.shape}, {lo.shape}, {hi.shape}"
+        )
+    if bool((lo > hi).any()):
+        raise ValueError(f"every floor must be <= its cap, got floors={lo.tolist()} caps={hi.tolist()}")
+    if not lo.sum() <= total <= hi.sum():
+        raise ValueError(
+            f"total budget {total} must lie in [sum(floors)={int(lo.sum())}, sum(caps)={int(hi.sum())}]"
+        )
+    if w.sum() == 0.0:
+        w = np.ones_like(w)  # no signal: uniform weights
+    t_lo, t_hi = 0.0, float((hi / np.maximum(w, 1e-12)).max()) + 1.0
+    for _ in range(100):  # bisection on the water level; 100 halvings reach float64 resolution
+        t = 0.5 * (t_lo + t_hi)
+        if np.clip(t * w, lo, hi).sum() < total:
+            t_lo = t
+        else:
+            t_hi = t
+    real = torch.from_numpy(np.clip(t_hi * w, lo, hi))
+    return _round_to_total(real, total, torch.from_numpy(lo), torch.from_numpy(hi))
+
+
+def _round_to_total(real: torch.Tensor, total: int, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+    """Largest-remainder rounding of ``real`` to integers in ``[lo, hi]`` summing to ``total``."""
+    budgets = real.floor().clamp(lo, hi)
+    remainder = real - budgets
+    short = int(total - budgets.sum())
+    while short != 0:  # at most two passes: the water level leaves |short| < number of layers
+        if short > 0:
+            room = budgets < hi
+            order = torch.argsort(
+                torch.where(room, remainder, torch.tensor(-1.0, dtype=real.dtype)), descending=True
+            )
+            take = order[: min(short, int(room.sum()))]
+            budgets[take] += 1
+        else:
+            room = budgets > lo
+            order = torch.argsort(torch.where(room, remainder, torch.tensor(2.0, dtype=real.dtype)))
+            take = order[: min(-short, int(room.sum()))]
+            budgets[take] -= 1
+        remainder[take] = 0.0
+        short = int(total - budgets.sum())
+    return budgets.long()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Within a layer
+# ---------------------------------------------------------------------------------------------------------
+def metric_features(
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    window_queries: torch.Tensor,
+    *,
+    value_weight: float = 1.0,
+    scores: torch.Tensor | None = None,
+    score_power: float = 1.0,
+) -> torch.Tensor:
+    """Joint feature ``phi_i = s_i^(beta/2) [M^1/2 k_i ; lambda v_i]`` per KV head.
+
+    ``M = Q^T Q / |Q|`` is the second moment of the observation queries of the head's GQA group, so
+    ``||M^1/2 k||^2 = mean_q (q . k)^2``: distances in the key part are distances in logit space.
+    ``lambda = value_weight * ||K M^1/2||_F / ||V||_F`` gives the value part the same energy.
+
+    Parameters
+    ----------
+    keys, values:
+        ``(B, H, n, d)`` cached (post-RoPE) keys and values.
+    window_queries:
+        ``(B, H, g*w, d)`` post-RoPE observation queries grouped by KV head.
+    scores:
+        optional ``(B, H, n)`` non-negative importance (observed attention); weights the features.
+
+    Returns
+    -------
+    ``(B, H, n, 2d)`` float32 features.
+    """
+    q = window_queries.float()
+    if q.shape[-2] <= q.shape[-1]:
+        # Q k / sqrt(|Q|) has the same Gram matrix as M^1/2 k (k_i^T Q^T Q k_j / |Q|), in <= d dims and
+        # without an eigendecomposition; pivoting depends on the Gram matrix only
+        key_part = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
+    else:
+        metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
+        eigval, eigvec = torch.linalg.eigh(metric)
+        root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
+        key_part = keys.float() @ root
+    v = values.float()
+    energy_k = key_part.pow(2).sum((-1, -2), keepdim=True).sqrt()
+    energy_v = v.pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
+    features = torch.cat([key_part, value_weight * (energy_k / energy_v) * v], dim=-1)
+    if scores is not None and score_power != 0.0:
+        features = features * scores.float().clamp_min(0.0).pow(score_power / 2).unsqueeze(-1)
+    return features
+
+
+def forced_token_mask(n: int, n_sink: int, window: int, device: torch.device | None = None) -> torch.Tensor:
+    """``(n,)`` bool: the first ``n_sink`` and the last ``window`` tokens, which every budget keeps."""
+    mask = torch.zeros(n, dtype=torch.bool, device=device)
+    mask[: min(n_sink, n)] = True
+    if window > 0:
+        mask[max(0, n - window) :] = True
+    return mask
+
+
+def pivoted_selection(
+    features: torch.Tensor,
+    k: int,
+    *,
+    chosen: torch.Tensor | None = None,
+    excluded: torch.Tensor | None = None,
+    block_size: int = 1,
+    block_cosine: float = 0.5,
+    rank_tol: float = 1e-6,
+    energy_tol: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy residual pivoting (pivoted QR, Businger-Golub) batched over the leading dims.
+
+    Residuals start orthogonal to the features of the ``chosen`` tokens; each step picks
+    ``argmax_i ||r_i||^2`` among tokens neither chosen nor ``excluded``, appends it, and removes its
+    residual direction ``q`` from every residual (``||r_i||^2 -= (phi_i . q)^2``, valid because ``q`` is
+    orthogonal to all earlier directions). With ``block_size=1`` and no ``chosen``/``excluded`` tokens the
+    pivot order equals LAPACK ``geqp3``'s (``scipy.linalg.qr(phi.T, pivoting=True)``).
+
+    ``block_size=b > 1`` is the blocked variant (ours, for speed): each round ranks the ``2b`` largest
+    residuals, drops a candidate whose residual has ``|cos| >= block_cosine`` with a higher-ranked one
+    (it would have lost most of its residual to that pick), takes the first ``b`` survivors and deflates
+    them together -- ``k / b`` passes over the ``n`` tokens instead of ``k``.
+
+    Parameters
+    ----------
+    features:
+        ``(..., n, D)``.
+    k:
+        Pivots to pick per batch element.
+    chosen, excluded:
+        ``(..., n)`` bool masks, or None.
+    rank_tol:
+        A candidate whose residual norm^2 is below ``rank_tol * max_i ||phi_i||^2`` is never picked: it
+        lies in the span of the picked tokens (rank exhausted).
+    energy_tol:
+        Stop (as exhausted) once the residual energy of the unpicked tokens is at most ``energy_tol`` times
+        its value before the first pick: the span of the picks already holds the rest.
+
+    Returns
+    -------
+    picked:
+        ``(..., n)`` bool, the newly picked tokens (``chosen`` not included).
+    exhausted:
+        ``(...)`` bool, True where the rank ran out before ``k`` picks.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    lead, (n, dim) = features.shape[:-2], features.shape[-2:]
+    # float64 for the exact variant: the norm downdate loses ~1 digit per 10 steps
+    phi = features.reshape(-1, n, dim).to(torch.float64 if block_size == 1 else torch.float32)
+    batch = phi.shape[0]
+    taken = torch.zeros(batch, n, dtype=torch.bool, device=phi.device)
+    if chosen is not None:
+        taken |= chosen.reshape(batch, n)
+    blocked = taken.clone()
+    if excluded is not None:
+        blocked |= excluded.reshape(batch, n)
+    basis = _orthonormal_basis(phi, taken, rank_tol)  # (batch, r0, D): directions already covered
+    norms_sq = phi.pow(2).sum(-1)
+    residual_sq = norms_sq - (phi @ basis.transpose(1, 2)).pow(2).sum(-1)
+    floor = rank_tol * norms_sq.amax(-1, keepdim=True).clamp_min(1e-300)  # (batch, 1)
+    initial_energy = residual_sq.masked_fill(blocked, 0.0).sum(-1)
+    picked = torch.zeros_like(taken)
+    count = torch.zeros(batch, dtype=torch.long, device=phi.device)
+    exhausted = torch.zeros(batch, dtype=torch.bool, device=phi.device)
+    # a pick beyond the feature rank cannot have a residual
+    rank_left = dim - (basis.abs().amax(-1) > 0).sum(-1)
+    while True:
+        if energy_tol > 0:
+            energy = residual_sq.masked_fill(blocked, 0.0).sum(-1)
+            exhausted |= (energy <= energy_tol * initial_energy) & (count < k)
+        want = torch.minimum(k - count, rank_left - count).clamp_min(0)
+        if not bool(((want > 0) & ~exhausted).any()):
+            break
+        masked = residual_sq.masked_fill(blocked, -1.0)
+        top_sq, top = masked.topk(min(2 * block_size if block_size > 1 else 1, n), dim=-1)
+        residual = _residual_rows(phi, top, basis)  # (batch, m, D)
+        valid = (top_sq > floor) & ~exhausted.unsqueeze(-1)
+        if block_size > 1:
+            valid &= ~_shadowed_by_higher_rank(residual, block_cosine)
+        rank = valid.long().cumsum(-1)
+        take = valid & (rank <= torch.minimum(want, torch.full_like(want, block_size)).unsqueeze(-1))
+        exhausted |= ~valid.any(-1) & (want > 0)
+        if not bool(take.any()):
+            break
+        directions = _orthonormal_columns(residual * take.unsqueeze(-1), block_size)  # zero rows unused
+        residual_sq = residual_sq - (phi @ directions.transpose(1, 2)).pow(2).sum(-1)
+        basis = torch.cat([basis, directions], dim=1)
+        rows = torch.arange(batch, device=phi.device).unsqueeze(-1).expand_as(top)
+        picked[rows[take], top[take]] = True
+        blocked[rows[take], top[take]] = True
+        count += take.sum(-1)
+    exhausted |= (count < k) & (count >= rank_left)
+    return picked.reshape(*lead, n), exhausted.reshape(lead)
+
+
+def _residual_rows(phi: torch.Tensor, index: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
+    """Rows ``index`` of ``phi`` with their component in the span of ``basis`` removed."""
+    rows = phi.gather(1, index.unsqueeze(-1).expand(-1, -1, phi.shape[-1]))
+    if basis.shape[1] == 0:
+        return rows
+    return rows - (rows @ basis.transpose(1, 2)) @ basis
+
+
+def _shadowed_by_higher_rank(residual: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``(batch, m)`` bool: candidates nearly parallel (|cos| >= threshold) to a higher-ranked candidate."""
+    unit = residual / residual.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    cos = (unit @ unit.transpose(1, 2)).abs()
+    higher = torch.ones(cos.shape[-1], cos.shape[-1], dtype=torch.bool, device=cos.device).tril(-1)
+    return ((cos >= threshold) & higher).any(-1)
+
+
+def _orthonormal_columns(rows: torch.Tensor, at_most: int) -> torch.Tensor:
+    """``(batch, at_most, D)`` orthonormal rows spanning the (at most ``at_most``) non-zero rows of
+    ``rows`` (batch, m, D); unused rows are zero."""
+    nonzero = rows.abs().amax(-1) > 0
+    # compact the non-zero rows to the front: QR's column j is orthogonalised against columns < j, which
+    # must all be real directions (a zero column would contribute an arbitrary q)
+    order = torch.argsort(nonzero.to(torch.int8), dim=-1, descending=True, stable=True)
+    order = order[:, : min(at_most, rows.shape[-1])]  # never more than D directions
+    rows = rows.gather(1, order.unsqueeze(-1).expand(-1, -1, rows.shape[-1]))
+    nonzero = nonzero.gather(1, order)
+    q, r = torch.linalg.qr(rows.transpose(1, 2))  # (batch, D, m), (batch, m, m)
+    keep = nonzero & (r.diagonal(dim1=-2, dim2=-1).abs() > 0)
+    return (q * keep.unsqueeze(1)).transpose(1, 2)
+
+
+def _orthonormal_basis(phi: torch.Tensor, mask: torch.Tensor, rank_tol: float) -> torch.Tensor:
+    """An orthonormal basis (rows) of the span of the masked rows of ``phi``; zero rows pad the batch."""
+    batch, _, dim = phi.shape
+    count = int(mask.sum(-1).max()) if mask.any() else 0
+    if count == 0:
+        return phi.new_zeros(batch, 0, dim)
+    order = torch.argsort(mask.to(torch.int8), dim=-1, descending=True, stable=True)[:, :count]
+    rows = phi.gather(1, order.unsqueeze(-1).expand(-1, -1, dim))
+    rows = rows * mask.gather(1, order).unsqueeze(-1)
+    scale = (rank_tol**0.5) * rows.norm(dim=-1).amax(-1, keepdim=True).clamp_min(1e-300)
+    q, r = torch.linalg.qr(rows.transpose(1, 2))  # (batch, D, min(D, count))
+    diag = r.diagonal(dim1=-2, dim2=-1).abs()
+    padded = ~mask.gather(1, order)[:, : diag.shape[-1]]
+    if bool(((diag > scale) | padded).all()):  # full column rank: QR's columns span the rows exactly
+        return (q * (~padded).unsqueeze(1)).transpose(1, 2)
+    u, sv, _ = torch.linalg.svd(rows.transpose(1, 2), full_matrices=False)  # rank-deficient: SVD is safe
+    return (u * (sv > scale).unsqueeze(1)).transpose(1, 2)
+
+
+def select_topk(scores: torch.Tensor, budget: int, forced: torch.Tensor) -> torch.Tensor:
+    """``(B, H, budget)`` sorted indices: the forced tokens plus the highest scores (SnapKV's rule)."""
+    keyed = scores.float().masked_fill(forced, float("inf"))
+    return keyed.topk(budget, dim=-1).indices.sort(-1).values
+
+
+def select_coreset(
+    features: torch.Tensor,
+    scores: torch.Tensor,
+    budget: int,
+    forced: torch.Tensor,
+    *,
+    strategy: str = "hybrid",
+    duplicate_cosine: float = 0.999,
+    block_size: int = 1,
+    pool_factor: float | None = None,
+    energy_tol: float = 0.0,
+) -> torch.Tensor:
+    """Spectral coreset of ``budget`` tokens per (batch, head): forced tokens, then residual pivoting.
+
+    The joint feature space has rank at most ``D``, while budgets often exceed it. Once pivoting has
+    covered the span (every residual ~0):
+
+    * ``"hybrid"`` fills the remaining slots by ``scores`` (heavy hitters), skipping tokens whose
+      feature is a near-duplicate (cosine >= ``duplicate_cosine``) of a kept one while others remain;
+    * ``"restart"`` starts a new pivoting round on the full features of the not-yet-kept, non-duplicate
+      tokens (residuals reset), so every round again picks the most distinct directions left.
+
+    Parameters
+    ----------
+    features:
+        ``(B, H, n, D)`` from :func:`metric_features`.
+    scores:
+        ``(B, H, n)`` importance used by the hybrid fill and as the last-resort tie-break.
+    budget:
+        tokens kept per (batch, head), ``1 <= budget <= n``.
+    forced:
+        ``(n,)`` bool tokens always kept (sinks, window); trimmed to the newest ``budget`` if larger.
+    block_size, pool_factor, energy_tol:
+        speed knobs (see :func:`pivoted_selection` and :func:`_candidate_pool`); 1, None and 0 are exact.
+
+    Returns
+    -------
+    ``(B, H, budget)`` sorted token indices.
+    """
+    if strategy not in RANK_STRATEGIES:
+        raise ValueError(f"strategy must be one of {RANK_STRATEGIES}, got {strategy!r}")
+    batch, heads, n, dim = features.shape
+    if not 1 <= budget <= n:
+        raise ValueError(f"budget must be in [1, n={n}], got {budget}")
+    if budget == n:
+        return torch.arange(n, device=features.device).expand(batch, heads, n).contiguous()
+    forced = _forced_within_budget(forced, budget)
+    pool = _candidate_pool(features, forced, budget, pool_factor)  # (B, H, P)
+    features = features.gather(-2, pool.unsqueeze(-1).expand(-1, -1, -1, dim))
+    scores = scores.gather(-1, pool)
+    kept = forced[pool]
+    unit = features / features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    for round_ in range(pool.shape[-1]):  # rounds; "hybrid" needs one, "restart" one per ~D picks
+        per_head_need = budget - kept.sum(-1)
+        need = int(per_head_need.max())
+        if need <= 0:
+            break
+        # round 0 complements the forced tokens (a duplicate of one has no residual); a restart resets
+        # residuals to the full features, so duplicates of kept tokens must be excluded explicitly
+        duplicate = _near_duplicates_of(unit, kept, duplicate_cosine) if round_ else torch.zeros_like(kept)
+        picked, _ = pivoted_selection(
+            features,
+            need,
+            chosen=kept if round_ == 0 else None,
+            excluded=kept | duplicate,
+            block_size=block_size,
+            energy_tol=energy_tol,
+        )
+        picked = _cap_per_head(picked, per_head_need)
+        kept |= picked
+        if strategy == "hybrid" or not bool(picked.any()):
+            break
+    kept = _fill_by_score(kept, scores, budget, unit, duplicate_cosine)
+    chosen = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :budget]
+    return pool.gather(-1, chosen).sort(-1).values
+
+
+def _candidate_pool(
+    features: torch.Tensor, forced: torch.Tensor, budget: int, pool_factor: float | None
+) -> torch.Tensor:
+    """``(B, H, P)`` sorted indices: forced tokens plus the largest score-weighted feature energies.
+
+    ``P = ceil(pool_factor * budget)`` (all ``n`` tokens when ``pool_factor`` is None). Pivoting then costs
+    ``O(P k D)`` whatever the context length; a token outside the pool has less weighted energy than
+    ``P - budget`` unkept candidates, so the greedy would rarely reach it.
+    """
+    batch, heads, n, _ = features.shape
+    size = n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
+    if size == n:
+        return torch.arange(n, device=features.device).expand(batch, heads, n).contiguous()
+    energy = features.float().pow(2).sum(-1).masked_fill(forced, float("inf"))
+    return energy.topk(size, dim=-1).indices.sort(-1).values
+
+
+def _forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:
+    """The forced mask, trimmed from the oldest window tokens inward if it exceeds the budget."""
+    if int(forced.sum()) <= budget:
+        return forced.clone()
+    idx = torch.nonzero(forced).squeeze(-1)
+    trimmed = torch.zeros_like(forced)
+    trimmed[idx[-budget:]] = True  # the most recent tokens win: the window matters most for decoding
+    return trimmed
+
+
+def _cap_per_head(picked: torch.Tensor, need: torch.Tensor) -> torch.Tensor:
+    """Drop picks beyond each head's own need (after a restart, heads can need different counts)."""
+    rank = picked.long().cumsum(-1)
+    return picked & (rank <= need.unsqueeze(-1))
+
+
+def _near_duplicates_of(unit: torch.Tensor, kept: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``(B, H, n)`` bool: tokens whose unit feature has cosine >= threshold with some kept token."""
+    if not bool(kept.any()):
+        return torch.zeros_like(kept)
+    kept_unit, kept_valid = _gather_kept(unit, kept)
+    cos = unit @ kept_unit.transpose(-1, -2)  # (B, H, n, count): only against kept tokens
+    return ((cos >= threshold) & kept_valid.unsqueeze(-2)).any(-1) & ~kept
+
+
+def _fill_by_score(
+    kept: torch.Tensor, scores: torch.Tensor, budget: int, unit: torch.Tensor, threshold: float
+) -> torch.Tensor:
+    """Top up every head to ``budget`` by score; near-duplicates (of kept tokens or of a higher-scored
+    filler) go last, so they are used only once distinct tokens run out."""
+    need = budget - kept.sum(-1)
+    width = int(need.max())
+    if width <= 0:
+        return kept
+    key = (scores.double().clamp_min(0.0) + 1.0).masked_fill(kept, -1.0)  # > 0 ranks above kept ones
+    kept_unit, kept_valid = _gather_kept(unit, kept)
+    earlier = torch.ones(width, width, dtype=torch.bool, device=unit.device).tril(-1)
+    in_need = torch.arange(width, device=unit.device) < need.unsqueeze(-1)  # (B, H, width)
+    for _ in range(8):  # each pass demotes the fillers that duplicate a better one; rarely more than one
+        order = torch.argsort(key, dim=-1, descending=True, stable=True)[..., :width]
+        fillers = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
+        among = ((fillers @ fillers.transpose(-1, -2) >= threshold) & earlier & in_need.unsqueeze(-2)).any(-1)
+        of_kept = ((fillers @ kept_unit.transpose(-1, -2) >= threshold) & kept_valid.unsqueeze(-2)).any(-1)
+        repeats = (among | of_kept) & in_need & (key.gather(-1, order) > 0.5)  # demoted ones: last resort
+        if not bool(repeats.any()):
+            break
+        key.scatter_(-1, order, key.gather(-1, order).masked_fill(repeats, 0.5))
+    order = torch.argsort(key, dim=-1, descending=True, stable=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
+    return kept | (rank < need.unsqueeze(-1))
+
+
+def _gather_kept(unit: torch.Tensor, kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unit features of the kept tokens ``(B, H, c, D)`` (padded) and which rows are real."""
+    count = max(1, int(kept.sum(-1).max()))
+    order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :count]
+    rows = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
+    return rows, kept.gather(-1, order)
+
+
+def near_duplicate_share(
+    keys: torch.Tensor, values: torch.Tensor, threshold: float = 0.95, mask: torch.Tensor | None = None
+) -> float:
+    """Share of kept tokens that are a near-duplicate of an earlier kept token.
+
+    Tokens are compared by the cosine of ``[k / ||K||_F ; v / ||V||_F]`` per (batch, head); token ``j``
+    counts when some kept ``i < j`` has cosine >= ``threshold``. Inputs are ``(B, H, m, d)`` cache entries;
+    ``mask`` ``(B, H, m)`` marks the ones a head really keeps (head-wise presses mask instead of dropping).
+    """
+    k = keys.float() / keys.float().pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
+    v = values.float() / values.float().pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
+    joint = torch.cat([k, v], dim=-1)
+    unit = joint / joint.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    cos = unit @ unit.transpose(-1, -2)
+    m = cos.shape[-1]
+    present = torch.ones(keys.shape[:3], dtype=torch.bool, device=keys.device) if mask is None else mask
+    earlier = torch.ones(m, m, dtype=torch.bool, device=cos.device).tril(-1)
+    pairs = (cos >= threshold) & earlier & present.unsqueeze(-1) & present.unsqueeze(-2)
+    duplicate = pairs.any(-1) & present
+    total = int(present.sum())
+    return float(duplicate.sum()) / total if total else 0.0

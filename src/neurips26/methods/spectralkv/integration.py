@@ -1,0 +1,393 @@
+"""SpectralKV as a kvpress press for Hugging Face models.
+
+SpectralKV: entropy-guided layer budgets and spectral-coreset KV-cache compression (NeurIPS 2026).
+
+``SpectralKVPress`` subclasses kvpress's ``BasePress``: it is used exactly like kvpress's own presses
+(``with press(model): model(ids, past_key_values=cache)`` or the ``kv-press-text-generation`` pipeline)
+and compresses the cache once, during prefill.
+
+Budget modes:
+
+* ``"entropy"`` (the paper's dynamic criterion) -- every layer's observation-window attention is
+  analysed during the prefill; when the last layer has run, the global budget is water-filled over
+  layers by concentration and all layers are compressed. The full cache of every layer exists until
+  then (like any cross-layer allocator).
+* ``"static"`` -- a :class:`~neurips26.methods.spectralkv.ledger.BudgetProfile` calibrated offline gives
+  the layer weights, so each layer is compressed right after its own attention: the full cache of all
+  layers never coexists (the paper's peak-prefill-memory claim).
+* ``"uniform"`` -- every layer keeps the same number (the usual recipe; an ablation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from neurips26.core.config import param
+from neurips26.core.validation import check_choice
+from neurips26.methods.spectralkv.core import (
+    RANK_STRATEGIES,
+    allocate_layer_budgets,
+    attention_concentration,
+    forced_token_mask,
+    metric_features,
+    select_coreset,
+    select_topk,
+)
+from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
+from neurips26.zoo.press_eval import post_rope_queries, track_cache_bytes
+
+try:  # kvpress is the llm extra; the press is unusable without it, the core is not
+    from kvpress.presses.base_press import BasePress
+    from kvpress.utils import extract_keys_and_values
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise ImportError("SpectralKVPress needs kvpress: pip install 'neurips26[llm]'") from _err
+
+__all__ = [
+    "BUDGET_MODES",
+    "SELECTORS",
+    "SpectralKVPress",
+    "calibrate_budget_profile",
+    "check_supported_model",
+    "track_cache_bytes",
+]
+
+BUDGET_MODES = ("entropy", "static", "uniform")
+SELECTORS = ("coreset", "topk")
+
+
+@dataclass
+class _LayerAnalysis:
+    module: nn.Module
+    keys: torch.Tensor
+    values: torch.Tensor
+    scores: torch.Tensor  # (B, H, n) SnapKV-style observed attention, window padded with max + 1
+    queries: torch.Tensor  # (B, H, g*w, d) post-RoPE window queries grouped by KV head
+    concentration: float
+
+
+@dataclass
+class SpectralKVPress(BasePress):
+    """Entropy-guided layer budgets + spectral-coreset token selection, as a kvpress press.
+
+    Parameters
+    ----------
+    compression_ratio:
+        Fraction of the KV cache removed, in ``[0, 1)`` (kvpress's convention). The global budget is
+        ``n_layers * n_kv_heads * max(1, int(n * (1 - ratio)))`` tokens; the ledger checks it exactly.
+    budget_mode:
+        ``"entropy"``, ``"static"`` (needs ``profile``) or ``"uniform"``.
+    selector:
+        ``"coreset"`` (residual pivoting in the metric-aligned joint space) or ``"topk"`` (SnapKV's rule).
+
+    After each prefill ``press.ledger`` holds the kept tokens per layer and head.
+
+    Examples
+    --------
+    >>> press = SpectralKVPress(compression_ratio=0.75)
+    >>> with press(model):  # doctest: +SKIP
+    ...     model(input_ids, past_key_values=DynamicCache())
+    >>> press.ledger.check()  # doctest: +SKIP
+    """
+
+    compression_ratio: float = param(0.0, "kvpress convention: fraction of the cache removed")
+    budget_mode: str = param("entropy", "paper: redistribute the global budget by attention entropy")
+    selector: str = param("coreset", "paper: spectral coreset by residual pivoting")
+    window_size: int = param(32, "SnapKV paper: observation window of the last 32 prompt tokens")
+    kernel_size: int = param(5, "SnapKV / kvpress default pooling kernel for observed-attention scores")
+    n_sink: int = param(4, "StreamingLLM paper: 4 attention-sink tokens")
+    gamma: float = param(1.0, "ours: budgets proportional to concentration (linear); swept in the bench")
+    layer_cap: float = param(1.0, "ours: a layer may keep up to its whole context")
+    score_power: float = param(
+        1.0, "ours: features weighted by sqrt(observed attention) so pivots are distinct *and* attended"
+    )
+    value_weight: float = param(1.0, "ours: key and value parts carry equal energy")
+    rank_strategy: str = param("hybrid", "ours: pivot to the feature rank, then heavy hitters (ablated)")
+    duplicate_cosine: float = param(0.999, "ours: cosine above which a token is a near-duplicate")
+    block_size: int = param(16, "ours: 16 pivots per pass keep selection within ~2x SnapKV's time")
+    pool_factor: float | None = param(2.0, "ours: pivot among the 2 x budget highest-energy tokens")
+    energy_tol: float = param(0.01, "ours: stop pivoting once 99% of the residual energy is covered")
+    profile: BudgetProfile | None = param(None, "static mode: an offline-calibrated layer profile")
+    ledger: BudgetLedger = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.compression_ratio, bool) or not 0 <= self.compression_ratio < 1:
+            raise ValueError(f"compression_ratio must be in [0, 1), got {self.compression_ratio!r}")
+        check_choice("budget_mode", self.budget_mode, BUDGET_MODES)
+        check_choice("selector", self.selector, SELECTORS)
+        check_choice("rank_strategy", self.rank_strategy, RANK_STRATEGIES)
+        for name in ("window_size", "kernel_size", "block_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.n_sink, bool) or not isinstance(self.n_sink, int) or self.n_sink < 0:
+            raise ValueError(f"n_sink must be a non-negative integer, got {self.n_sink!r}")
+        if not 0 < self.layer_cap <= 1:
+            raise ValueError(f"layer_cap must be in (0, 1], got {self.layer_cap!r}")
+        if self.budget_mode == "static" and self.profile is None:
+            raise ValueError(
+                "budget_mode='static' needs profile=BudgetProfile (see calibrate_budget_profile)"
+            )
+        if self.pool_factor is not None and self.pool_factor < 1:
+            raise ValueError(f"pool_factor must be >= 1 or None, got {self.pool_factor!r}")
+        self.ledger = BudgetLedger(self.compression_ratio)
+        self._pending: dict[int, _LayerAnalysis] = {}
+        self._num_layers = 0
+        self._layer_budgets: torch.Tensor | None = None
+        self._observe_only = False
+        self.concentrations: dict[int, float] = {}
+
+    # -- model checks -------------------------------------------------------------------------------
+    def post_init_from_model(self, model: Any) -> None:
+        check_supported_model(model)
+        self._num_layers = model.config.num_hidden_layers
+        if self.profile is not None and self.profile.num_layers != self._num_layers:
+            raise ValueError(
+                f"profile has {self.profile.num_layers} layer weights, "
+                f"the model has {self._num_layers} layers"
+            )
+
+    # -- the hook -----------------------------------------------------------------------------------
+    def forward_hook(self, module: nn.Module, input: Any, kwargs: dict, output: Any) -> Any:
+        hidden_states = kwargs["hidden_states"]
+        cache = kwargs["past_key_values"]
+        q_len = hidden_states.shape[1]
+        if not _is_prefilling(kwargs["cache_position"], q_len):
+            return output
+        idx = module.layer_idx
+        if idx == 0:
+            self._start_prefill()
+        keys, values = extract_keys_and_values(cache, idx)
+        n = keys.shape[2]
+        nominal = nominal_kept(n, self.compression_ratio)
+        floor = min(n, self.n_sink + self.window_size)
+        if self.compression_ratio == 0 or n <= floor:
+            note = "" if self.compression_ratio == 0 else f"context {n} <= sinks + window {floor}: kept all"
+            self._record(idx, n, n, [n] * keys.shape[1], floor, note)
+            return output
+        if nominal < floor:
+            raise ValueError(
+                f"compression_ratio={self.compression_ratio} keeps {nominal} of {n} tokens per layer, below "
+                f"n_sink + window_size = {floor}; lower compression_ratio or shrink n_sink/window_size"
+            )
+        analysis = self._analyse(module, hidden_states, keys, values, kwargs)
+        self.concentrations[idx] = analysis.concentration
+        if self._observe_only:
+            return output
+        if self.budget_mode == "entropy":
+            self._pending[idx] = analysis
+            if len(self._pending) == self._num_layers:
+                self._compress_pending(cache, n, nominal, floor)
+        else:
+            budget = int(self._budgets_for(n, nominal, floor)[idx])
+            self._compress_layer(cache, idx, analysis, budget, n, nominal, floor)
+        return output
+
+    def _start_prefill(self) -> None:
+        self.ledger = BudgetLedger(self.compression_ratio)
+        self._pending = {}
+        self._layer_budgets = None
+        self.concentrations = {}
+
+    def _analyse(
+        self,
+        module: nn.Module,
+        hidden_states: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        kwargs: dict,
+    ) -> _LayerAnalysis:
+        """Observation-window attention, SnapKV scores, window queries and the layer's concentration."""
+        queries, attention = _window_attention(module, hidden_states, keys, self.window_size, kwargs)
+        n, w = keys.shape[2], self.window_size
+        heads_kv = keys.shape[1]
+        group = attention.shape[1] // heads_kv
+        # SnapKV's score, operation for operation (kvpress SnapKVPress.score), so "uniform + topk" equals it
+        scores = attention[..., :-w].mean(dim=-2)
+        scores = F.avg_pool1d(scores, kernel_size=self.kernel_size, padding=self.kernel_size // 2, stride=1)
+        scores = scores.view(scores.shape[0], heads_kv, group, n - w).mean(2)
+        scores = F.pad(scores, (0, w), value=scores.max().item() + 1)
+        candidates = ~forced_token_mask(n, self.n_sink, w, device=keys.device)
+        concentration = attention_concentration(attention, candidates)
+        b, _, _, d = queries.shape
+        grouped = queries.reshape(b, heads_kv, group * w, d)
+        return _LayerAnalysis(module, keys, values, scores, grouped, concentration)
+
+    def _budgets_for(self, n: int, nominal: int, floor: int) -> torch.Tensor:
+        """Per-layer budgets of the uniform and static modes (fixed before the layers run)."""
+        if self._layer_budgets is None:
+            if self.budget_mode == "uniform":
+                self._layer_budgets = torch.full((self._num_layers,), nominal)
+            else:
+                assert self.profile is not None
+                self._layer_budgets = self._water_fill(self.profile.weights, n, nominal, floor)
+        return self._layer_budgets
+
+    def _water_fill(self, weights: list[float], n: int, nominal: int, floor: int) -> torch.Tensor:
+        cap = max(floor, min(n, math.floor(self.layer_cap * n)))
+        layers = len(weights)
+        total = min(layers * nominal, layers * cap)
+        return allocate_layer_budgets(weights, total, [floor] * layers, [cap] * layers)
+
+    def _compress_pending(self, cache: Any, n: int, nominal: int, floor: int) -> None:
+        order = sorted(self._pending)
+        weights = [self._pending[i].concentration ** self.gamma for i in order]
+        budgets = self._water_fill(weights, n, nominal, floor)
+        for idx, budget in zip(order, budgets.tolist(), strict=True):
+            self._compress_layer(cache, idx, self._pending[idx], budget, n, nominal, floor)
+        self._pending = {}
+
+    def _compress_layer(
+        self, cache: Any, idx: int, analysis: _LayerAnalysis, budget: int, n: int, nominal: int, floor: int
+    ) -> None:
+        indices = self.select(analysis, budget)
+        gather = indices.unsqueeze(-1).expand(-1, -1, -1, analysis.keys.shape[-1])
+        keys = analysis.keys.gather(2, gather).contiguous()
+        values = analysis.values.gather(2, gather).contiguous()
+        _write_layer(cache, idx, keys, values)
+        self._record(idx, n, nominal, [budget] * keys.shape[1], min(floor, budget), "")
+
+    def select(self, analysis: _LayerAnalysis, budget: int) -> torch.Tensor:
+        """``(B, H, budget)`` sorted indices of the tokens one layer keeps."""
+        n = analysis.keys.shape[2]
+        forced = forced_token_mask(n, self.n_sink, self.window_size, device=analysis.keys.device)
+        if self.selector == "topk":
+            return select_topk(analysis.scores, budget, forced)
+        observed = analysis.scores.masked_fill(forced, 0.0)  # the window's padded score is not attention
+        features = metric_features(
+            analysis.keys,
+            analysis.values,
+            analysis.queries,
+            value_weight=self.value_weight,
+            scores=observed + observed.amax(-1, keepdim=True) * 1e-3,  # keep every token pickable
+            score_power=self.score_power,
+        )
+        return select_coreset(
+            features,
+            analysis.scores,
+            budget,
+            forced,
+            strategy=self.rank_strategy,
+            duplicate_cosine=self.duplicate_cosine,
+            block_size=self.block_size,
+            pool_factor=self.pool_factor,
+            energy_tol=self.energy_tol,
+        )
+
+    def _record(self, idx: int, n: int, nominal: int, kept: list[int], forced: int, note: str) -> None:
+        self.ledger.add(LayerRecord(idx, n, nominal, kept, forced, note))
+
+    @contextlib.contextmanager
+    def observing(self, model: Any) -> Iterator[SpectralKVPress]:
+        """Hook the model but only measure each layer's concentration (no compression)."""
+        self._observe_only = True
+        try:
+            with self(model):
+                yield self
+        finally:
+            self._observe_only = False
+
+
+# ---------------------------------------------------------------------------------------------------------
+def check_supported_model(model: Any) -> None:
+    """Raise ``ValueError`` unless every decoder layer has standard multi-head/GQA attention.
+
+    SpectralKV (like kvpress's presses) works on per-head keys and values (``q_proj``/``k_proj``); latent
+    attention (DeepSeek MLA) caches a compressed latent instead and is not supported.
+    """
+    inner = getattr(model, "model", None)
+    layers = getattr(getattr(inner, "language_model", inner), "layers", None)
+    if layers is None or len(layers) == 0:
+        raise ValueError(f"{type(model).__name__} has no decoder layers (model.model.layers) to hook")
+    attention = getattr(layers[0], "self_attn", None)
+    if attention is None or not (hasattr(attention, "q_proj") and hasattr(attention, "k_proj")):
+        raise ValueError(
+            f"{type(model).__name__} has no supported attention ({type(attention).__name__}): "
+            "SpectralKV needs per-head keys and values from q_proj/k_proj "
+            "(Llama, Mistral, Qwen2/3, Phi-3, Gemma 3); latent attention (DeepSeek MLA) is not supported"
+        )
+
+
+def _is_prefilling(cache_position: torch.Tensor, q_len: int) -> bool:
+    return int(cache_position[-1]) + 1 == q_len
+
+
+def _window_attention(
+    module: nn.Module, hidden_states: torch.Tensor, keys: torch.Tensor, window: int, kwargs: dict
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Post-RoPE window queries ``(B, H_q, w, d)`` and their softmax over all keys ``(B, H_q, w, n)``.
+
+    The arithmetic follows kvpress ``SnapKVPress.compute_window_attention`` so scores match it exactly.
+    """
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    n = keys.shape[2]
+    cos, sin = kwargs["position_embeddings"]
+    queries = post_rope_queries(module, hidden_states[:, -window:], (cos[:, -window:], sin[:, -window:]))
+    groups = queries.shape[1] // keys.shape[1]
+    logits = torch.matmul(queries, repeat_kv(keys, groups).transpose(2, 3)) / math.sqrt(module.head_dim)
+    mask = torch.triu(torch.ones_like(logits) * float("-inf"), diagonal=n - window + 1)
+    attention = F.softmax(logits + mask, dim=-1, dtype=torch.float32).to(queries.dtype)
+    return queries, attention
+
+
+def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+    """Replace layer ``idx`` of a (possibly quantized) transformers cache, as kvpress's BasePress does."""
+    from transformers import QuantizedCache
+
+    layer = cache.layers[idx]
+    if isinstance(cache, QuantizedCache):
+        layer._quantized_keys = layer._quantize(keys, axis=layer.axis_key)
+        layer._quantized_values = layer._quantize(values, axis=layer.axis_value)
+        layer.keys = torch.zeros(0, dtype=keys.dtype, device=keys.device)
+        layer.values = torch.zeros(0, dtype=keys.dtype, device=keys.device)
+        layer.cumulative_length = keys.shape[2]
+    else:
+        layer.keys = keys
+        layer.values = values
+
+
+# ---------------------------------------------------------------------------------------------------------
+def calibrate_budget_profile(
+    model: Any,
+    prompts: list[torch.Tensor],
+    *,
+    gamma: float = 1.0,
+    window_size: int = 32,
+    n_sink: int = 4,
+) -> BudgetProfile:
+    """Average the per-layer concentration ``c_l ** gamma`` over calibration prompts into a profile.
+
+    Each prompt is a ``(1, n)`` id tensor with ``n > n_sink + window_size``. The weights are normalised
+    to mean 1.
+    """
+    from transformers import DynamicCache
+
+    if not prompts:
+        raise ValueError("calibrate_budget_profile needs at least one prompt")
+    observer = SpectralKVPress(compression_ratio=0.5, window_size=window_size, n_sink=n_sink, gamma=gamma)
+    sums = torch.zeros(model.config.num_hidden_layers, dtype=torch.float64)
+    for ids in prompts:
+        if ids.ndim != 2 or ids.shape[1] <= n_sink + window_size:
+            raise ValueError(
+                f"each prompt must be (1, n) with n > {n_sink + window_size}, got {tuple(ids.shape)}"
+            )
+        with torch.no_grad(), observer.observing(model):
+            model(ids, past_key_values=DynamicCache())
+        sums += torch.tensor(
+            [observer.concentrations[i] ** gamma for i in range(len(sums))], dtype=torch.float64
+        )
+    weights = sums / len(prompts)
+    weights = weights / weights.mean() if float(weights.sum()) > 0 else torch.ones_like(weights)
+    return BudgetProfile(
+        weights=[round(float(w), 6) for w in weights],
+        model_type=str(getattr(model.config, "model_type", "")),
+        calibration={"n_prompts": len(prompts), "gamma": gamma, "tokens": [int(p.shape[1]) for p in prompts]},
+    )

@@ -1,0 +1,286 @@
+"""SpectralKV: budgets, pivoting, the press on a tiny Llama, the ledger and bad input."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("kvpress")
+scipy_linalg = pytest.importorskip("scipy.linalg")
+
+from transformers import DynamicCache  # noqa: E402
+
+from neurips26.methods.spectralkv import (  # noqa: E402
+    BudgetProfile,
+    SpectralKVPress,
+    allocate_layer_budgets,
+    attention_concentration,
+    calibrate_budget_profile,
+    ledger_from_cache,
+    metric_features,
+    near_duplicate_share,
+    pivoted_selection,
+    select_coreset,
+)
+from neurips26.methods.spectralkv.core import forced_token_mask  # noqa: E402
+from neurips26.testing.tiny_llms import tiny_deepseek_v3, tiny_llama  # noqa: E402
+from neurips26.zoo.press_eval import compressed_prefill  # noqa: E402
+
+README = Path(__file__).parents[2] / "src/neurips26/methods/spectralkv/README.md"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_llama(num_layers=3)
+
+
+@pytest.fixture(scope="module")
+def ids():
+    return torch.randint(0, 256, (2, 300), generator=torch.Generator().manual_seed(0))
+
+
+def prefill(model, ids, press):
+    cache = DynamicCache()
+    with torch.no_grad(), press(model):
+        model(ids, past_key_values=cache)
+    return cache
+
+
+# --- layer budgets ---------------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=12),
+    floor=st.integers(0, 50),
+    extra=st.integers(0, 400),
+    fill=st.floats(0, 1),
+)
+def test_budgets_sum_exactly_and_respect_bounds(weights, floor, extra, fill):
+    layers = len(weights)
+    cap = floor + extra
+    total = floor * layers + int(fill * extra * layers)
+    budgets = allocate_layer_budgets(weights, total, [floor] * layers, [cap] * layers)
+    assert int(budgets.sum()) == total
+    assert bool((budgets >= floor).all()) and bool((budgets <= cap).all())
+    for i in range(layers):  # more concentrated -> at least as many slots (up to one rounding token)
+        for j in range(layers):
+            if weights[i] > weights[j]:
+                assert budgets[i] >= budgets[j] - 1
+
+
+def test_budgets_follow_weights_and_water_fill_caps():
+    budgets = allocate_layer_budgets([1.0, 3.0, 100.0], 300, [10, 10, 10], [200, 200, 120])
+    assert budgets.tolist()[2] == 120  # capped, the overflow goes to the others in proportion
+    assert budgets.sum() == 300 and budgets[1] > budgets[0]
+
+
+def test_budgets_reject_impossible_totals():
+    with pytest.raises(ValueError, match="total budget"):
+        allocate_layer_budgets([1, 1], 10, [8, 8], [20, 20])
+    with pytest.raises(ValueError, match="total budget"):
+        allocate_layer_budgets([1, 1], 50, [8, 8], [20, 20])
+
+
+def test_concentration_is_zero_for_uniform_and_one_for_one_hot():
+    n = 16
+    candidates = torch.ones(n, dtype=torch.bool)
+    uniform = torch.full((1, 2, 4, n), 1 / n)
+    one_hot = torch.zeros(1, 2, 4, n)
+    one_hot[..., 3] = 1
+    assert attention_concentration(uniform, candidates) == pytest.approx(0.0, abs=1e-9)
+    assert attention_concentration(one_hot, candidates) == pytest.approx(1.0, abs=1e-9)
+
+
+# --- features and pivoting -------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_queries", [6, 12])  # fewer queries than head dims (Q k form) and more (M^1/2 k)
+def test_metric_features_measure_mean_squared_logits(n_queries):
+    g = torch.Generator().manual_seed(1)
+    keys, values = torch.randn(1, 2, 10, 8, generator=g), torch.randn(1, 2, 10, 8, generator=g)
+    queries = torch.randn(1, 2, n_queries, 8, generator=g)
+    phi = metric_features(keys, values, queries)
+    key_part, value_part = phi[..., :-8], phi[..., -8:]
+    logits = keys @ queries.transpose(-1, -2)  # (1, 2, n, q)
+    gram = key_part @ key_part.transpose(-1, -2)
+    assert torch.allclose(gram, logits @ logits.transpose(-1, -2) / n_queries, rtol=1e-4, atol=1e-4)
+    key_energy = key_part.pow(2).sum((-1, -2))
+    assert torch.allclose(value_part.pow(2).sum((-1, -2)), key_energy, rtol=1e-4)
+
+
+def _pivot_order(phi: torch.Tensor, k: int) -> list[int]:
+    order: list[int] = []
+    for steps in range(1, k + 1):
+        picked, _ = pivoted_selection(phi[None], steps)
+        order.append((set(torch.nonzero(picked[0]).squeeze(-1).tolist()) - set(order)).pop())
+    return order
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(4, 24), dim=st.integers(2, 6), seed=st.integers(0, 10_000))
+def test_batched_pivoting_matches_lapack_geqp3(n, dim, seed):
+    phi = torch.randn(n, dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    k = min(n, dim)
+    _, _, lapack = scipy_linalg.qr(phi.numpy().T, pivoting=True)
+    assert _pivot_order(phi, k) == lapack[:k].tolist()
+
+
+def test_pivoting_is_batched_over_heads():
+    phi = torch.randn(3, 2, 20, 5, generator=torch.Generator().manual_seed(2))
+    picked, exhausted = pivoted_selection(phi, 4)
+    assert picked.shape == (3, 2, 20) and bool((picked.sum(-1) == 4).all()) and not exhausted.any()
+    single, _ = pivoted_selection(phi[1, 1], 4)
+    assert torch.equal(picked[1, 1], single)
+
+
+@pytest.mark.parametrize("block_size", [1, 4, 16])
+def test_pivoting_stops_at_the_feature_rank(block_size):
+    phi = torch.randn(1, 30, 3, generator=torch.Generator().manual_seed(3))
+    picked, exhausted = pivoted_selection(phi, 10, block_size=block_size)
+    assert int(picked.sum()) == 3 and bool(exhausted.all())
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "restart"])
+@pytest.mark.parametrize(("block_size", "pool_factor"), [(1, None), (16, 2.0)])
+def test_exact_duplicates_are_never_both_selected(strategy, block_size, pool_factor):
+    g = torch.Generator().manual_seed(4)
+    distinct = torch.randn(1, 2, 24, 6, generator=g)
+    features = torch.cat([distinct, distinct[:, :, 4:20]], dim=2)  # tokens 24.. duplicate tokens 4..19
+    scores = torch.rand(1, 2, 40, generator=g)
+    forced = forced_token_mask(40, 1, 2)
+    kept = select_coreset(
+        features, scores, 20, forced, strategy=strategy, block_size=block_size, pool_factor=pool_factor
+    )
+    assert kept.shape == (1, 2, 20)
+    for h, head in enumerate(kept[0]):
+        rows = {tuple(features[0, h, i].tolist()) for i in head.tolist()}
+        assert len(rows) == 20  # twenty distinct feature vectors: no pair of duplicates
+
+
+def test_coreset_fills_budgets_beyond_the_rank_with_distinct_tokens():
+    g = torch.Generator().manual_seed(5)
+    features = torch.randn(1, 1, 64, 4, generator=g)
+    kept = select_coreset(features, torch.rand(1, 1, 64, generator=g), 40, forced_token_mask(64, 2, 4))
+    assert kept.shape == (1, 1, 40) and len(set(kept[0, 0].tolist())) == 40
+    assert {0, 1, 60, 61, 62, 63} <= set(kept[0, 0].tolist())
+
+
+def test_near_duplicate_share_counts_repeats_once():
+    keys = torch.randn(1, 1, 6, 4, generator=torch.Generator().manual_seed(6))
+    keys[0, 0, 5] = keys[0, 0, 1]
+    assert near_duplicate_share(keys, keys.clone()) == pytest.approx(1 / 6)
+    mask = torch.ones(1, 1, 6, dtype=torch.bool)
+    mask[0, 0, 1] = False
+    assert near_duplicate_share(keys, keys.clone(), mask=mask) == 0.0
+
+
+# --- the press -------------------------------------------------------------------------------------------
+def test_uniform_topk_without_sinks_equals_kvpress_snapkv(model, ids):
+    from kvpress import SnapKVPress
+
+    ours = prefill(model, ids, SpectralKVPress(0.75, budget_mode="uniform", selector="topk", n_sink=0))
+    theirs = prefill(model, ids, SnapKVPress(compression_ratio=0.75, window_size=32, kernel_size=5))
+    for layer in range(3):
+        a, b = ours.layers[layer].keys, theirs.layers[layer].keys
+        assert a.shape == b.shape
+        assert torch.equal(a.sort(dim=2).values, b.sort(dim=2).values)  # same kept set (order differs)
+
+
+@pytest.mark.parametrize("mode", ["entropy", "uniform", "static"])
+@pytest.mark.parametrize("selector", ["coreset", "topk"])
+def test_press_cache_matches_its_ledger(model, ids, mode, selector):
+    profile = BudgetProfile([0.5, 1.0, 1.5]) if mode == "static" else None
+    press = SpectralKVPress(0.8, budget_mode=mode, selector=selector, profile=profile)
+    cache = prefill(model, ids, press)
+    press.ledger.check()
+    assert press.ledger.nominal_total == 3 * 2 * max(1, int(300 * (1 - 0.8)))  # kvpress's rounding
+    assert [cache.layers[i].keys.shape[2] * 2 for i in range(3)] == press.ledger.per_layer()
+    audit = ledger_from_cache(model, cache, 300, 0.8)
+    assert audit.per_layer() == press.ledger.per_layer()
+    if mode == "static":
+        assert press.ledger.per_layer()[0] < press.ledger.per_layer()[2]
+
+
+def test_press_generates_and_later_steps_are_not_compressed(model, ids):
+    press = SpectralKVPress(0.5)
+    with torch.no_grad(), press(model):
+        out = model.generate(
+            ids[:1], attention_mask=torch.ones_like(ids[:1]), max_new_tokens=4, do_sample=False
+        )
+    assert out.shape == (1, 304)
+    assert press.ledger.total_kept == 3 * 2 * 150
+
+
+def test_static_variant_never_holds_every_full_layer(model, ids):
+    profile = calibrate_budget_profile(model, [ids[:1]])
+    assert len(profile.weights) == 3 and math.isclose(float(np.mean(profile.weights)), 1.0, rel_tol=1e-4)
+    static = compressed_prefill(model, ids, SpectralKVPress(0.75, budget_mode="static", profile=profile))
+    dynamic = compressed_prefill(model, ids, SpectralKVPress(0.75))
+    full = compressed_prefill(model, ids, None)
+    assert dynamic.peak_cache_bytes == full.peak_cache_bytes
+    assert static.peak_cache_bytes < 0.6 * full.peak_cache_bytes
+
+
+def test_budget_profile_round_trip_and_errors(tmp_path):
+    profile = BudgetProfile([0.7, 1.3], model_type="llama", calibration={"n_prompts": 1})
+    path = profile.save(tmp_path / "profile.json")
+    assert BudgetProfile.load(path) == profile
+    with pytest.raises(ValueError, match="does not exist"):
+        BudgetProfile.load(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a valid profile"):
+        BudgetProfile.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="weights"):
+        BudgetProfile([1.0, -1.0])
+
+
+# --- bad input -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ratio", [1.0, -0.1, 1.5])
+def test_compression_ratio_outside_range_is_rejected(ratio):
+    with pytest.raises(ValueError, match=re.escape("compression_ratio must be in [0, 1)")):
+        SpectralKVPress(ratio)
+
+
+def test_bad_options_name_the_argument():
+    with pytest.raises(ValueError, match="budget_mode"):
+        SpectralKVPress(0.5, budget_mode="pyramid")
+    with pytest.raises(ValueError, match="profile"):
+        SpectralKVPress(0.5, budget_mode="static")
+    with pytest.raises(ValueError, match="window_size"):
+        SpectralKVPress(0.5, window_size=0)
+
+
+def test_budget_below_sinks_and_window_is_a_clear_error(model, ids):
+    with pytest.raises(ValueError, match="below n_sink \\+ window_size"):
+        prefill(model, ids, SpectralKVPress(0.95))
+
+
+def test_context_shorter_than_the_budget_keeps_everything(model):
+    short = torch.randint(0, 256, (1, 30), generator=torch.Generator().manual_seed(7))
+    press = SpectralKVPress(0.5)
+    cache = prefill(model, short, press)
+    assert cache.layers[0].keys.shape[2] == 30
+    assert "kept all" in press.ledger.records[0].note
+
+
+def test_latent_attention_model_is_rejected():
+    mla = tiny_deepseek_v3()
+    press = SpectralKVPress(0.5)
+    with pytest.raises(ValueError, match="no supported attention"), press(mla):
+        pass
+
+
+def test_profile_with_wrong_layer_count_is_rejected(model):
+    press = SpectralKVPress(0.5, budget_mode="static", profile=BudgetProfile([1.0, 1.0]))
+    with pytest.raises(ValueError, match="layer weights"), press(model):
+        pass
+
+
+def test_readme_snippet_runs():
+    text = README.read_text()
+    snippet = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(snippet, str(README), "exec"), {})

@@ -1,0 +1,74 @@
+"""Press evaluation helpers: the cached decode equals the uncached model, fidelity of the full cache is 0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("kvpress")
+
+from neurips26.testing.tiny_llms import tiny_llama
+from neurips26.zoo.press_eval import (
+    attention_fidelity,
+    cache_bytes,
+    compressed_prefill,
+    continuation_nll,
+    kept_mask,
+    repeated_text_batch,
+    text_batch,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_llama(num_layers=2)
+
+
+def test_token_by_token_continuation_equals_one_full_forward(model):
+    ids = torch.randint(0, 256, (2, 80), generator=torch.Generator().manual_seed(0))
+    prefill = compressed_prefill(model, ids[:, :60], None)
+    nll = continuation_nll(model, prefill, ids[:, 60:])
+    with torch.no_grad():
+        logits = model(ids).logits[:, 59:79]
+    reference = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), ids[:, 60:].reshape(-1)
+    )
+    assert nll == pytest.approx(float(reference), rel=1e-4)
+
+
+def test_full_cache_has_zero_fidelity_error_and_a_press_has_some(model):
+    from kvpress import SnapKVPress
+
+    ids = torch.randint(0, 256, (1, 120), generator=torch.Generator().manual_seed(1))
+    full = compressed_prefill(model, ids[:, :100], None)
+    assert attention_fidelity(model, ids, 100, full) == pytest.approx(0.0, abs=1e-5)
+    pressed = compressed_prefill(model, ids[:, :100], SnapKVPress(compression_ratio=0.5, window_size=16))
+    assert attention_fidelity(model, ids, 100, pressed) > 1e-3
+    # kvpress compresses each layer in its own hook: the peak is one full layer plus the compressed ones
+    assert pressed.peak_cache_bytes < full.peak_cache_bytes == cache_bytes(full.cache)
+
+
+def test_kept_mask_reads_head_wise_masks():
+    keys = torch.zeros(1, 2, 5, 4)
+    masked = (torch.tensor([0]), torch.tensor([1]), torch.tensor([3]))
+    mask = kept_mask(masked, keys)
+    assert mask.sum() == 9 and not mask[0, 1, 3]
+    assert kept_mask(None, keys).all()
+
+
+def test_text_batches_are_windows_and_repeats():
+    stream = np.arange(1000)
+    rng = np.random.default_rng(0)
+    batch = text_batch(stream, rng, 3, 50)
+    assert batch.shape == (3, 50) and bool((batch[:, 1:] - batch[:, :-1] == 1).all())
+    rep = repeated_text_batch(stream, rng, 2, 40, 4, 5)
+    assert (
+        rep.shape == (2, 45)
+        and torch.equal(rep[:, :10], rep[:, 30:40])
+        and torch.equal(rep[:, 40:], rep[:, :5])
+    )
+    with pytest.raises(ValueError, match="copies"):
+        repeated_text_batch(stream, rng, 2, 40, 3, 5)
+    with pytest.raises(ValueError, match="fewer than"):
+        text_batch(np.arange(10), rng, 1, 50)
