@@ -157,14 +157,18 @@ def test_validation_gate_rejects_a_wrong_lowering() -> None:
         assert not analyze(MatMul(), [a, torch.randn(8, 8)], hw="H200").validated
     finally:
         register_rule("aten::mm", rule_matmul)
-    key = "torch.nn.functional.scaled_dot_product_attention"
-    register_rule(key, causal_without_guard)
-    try:
-        qkv = [torch.randn(1, 2, 6, 4) for _ in range(3)]
-        assert not analyze(Attention(True), qkv, hw="H200").validated
-    finally:
-        register_rule(key, rule_sdpa)
-    assert analyze(Attention(True), qkv, hw="H200").validated
+    qkv = [torch.randn(1, 2, 6, 4) for _ in range(3)]
+    # the dispatch tracer sees the Python function, the export frontend the ATen composite
+    for frontend, key in (
+        ("dispatch", "torch.nn.functional.scaled_dot_product_attention"),
+        ("export", "aten::scaled_dot_product_attention"),
+    ):
+        register_rule(key, causal_without_guard)
+        try:
+            assert not analyze(Attention(True), qkv, hw="H200", frontend=frontend).validated
+        finally:
+            register_rule(key, rule_sdpa)
+        assert analyze(Attention(True), qkv, hw="H200", frontend=frontend).validated
 
 
 def test_unknown_op_is_listed_with_a_hint_and_a_rule_completes_it() -> None:
@@ -207,7 +211,8 @@ def _spec(bandwidth: float = 1e11, flops: float = 1e12, onchip: int = 2**20) -> 
     fl=st.floats(1e9, 1e15),
 )
 def test_bound_fidelities_are_ordered(m: int, k: int, n: int, bw: float, fl: float) -> None:
-    report = analyze(MatMul(), [torch.randn(m, k), torch.randn(k, n)], hw=_spec(bw, fl, 4096), validate=False)
+    inputs = [torch.randn(m, k), torch.randn(k, n)]
+    report = analyze(MatMul(), inputs, hw=_spec(bw, fl, 4096), validate=False, frontend="dispatch")
     b = report.bounds
     assert b.flop_only <= b.fused <= b.cache_aware <= b.target * (1 + 1e-12)
     assert b.fused <= b.unfused * (1 + 1e-12)
@@ -368,7 +373,11 @@ def test_cli_analyze_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[st
         cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "H200", "--json", str(json_path)]))
         == 0
     )
-    assert "validated True" in capsys.readouterr().out and json_path.exists()
+    out = capsys.readouterr().out
+    assert "validated True" in out and "frontend torch-export" in out and json_path.exists()
+    args = ["analyze", f"{source}:Model", "--hw", "H200", "--frontend", "dispatch", "--no-validate"]
+    assert cli.main(parser.parse_args(args)) == 0
+    assert "frontend torch-dispatch" in capsys.readouterr().out
     assert cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "nope"])) == 1
     assert "known" in capsys.readouterr().err
 

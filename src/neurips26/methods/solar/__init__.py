@@ -6,6 +6,9 @@ Public API::
     audit = check(report, measured_seconds)               # violation audit
     need = inverse_roofline(report, target_seconds)       # bandwidth and FLOP/s for a target latency
 
+PyTorch programs go through ``torch.export`` (trimmed decompositions) with the dispatch tracer as the
+fallback, JAX programs through their jaxpr; generated lowerings plug in through :mod:`.plugins`.
+
 The hardware model (:mod:`.hardware`), the IR (:mod:`.ir`) and the bounds (:mod:`.bounds`) are shared with
 ``solexecbench``.
 """
@@ -31,7 +34,8 @@ from neurips26.methods.solar.hardware import (
     save_hardware,
 )
 from neurips26.methods.solar.ir import Access, Affine, EinsumNode, IRGraph, ReplayNode, execute_graph
-from neurips26.methods.solar.rules import OpCall, OpCost, register_rule, unregister_rule
+from neurips26.methods.solar.plugins import RecordedLowerings, parse_description, rule_from_description
+from neurips26.methods.solar.rules import OpCall, OpCost, load_rule_plugins, register_rule, unregister_rule
 from neurips26.methods.solar.validation import Validation
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "InverseRoofline",
     "OpCall",
     "OpCost",
+    "RecordedLowerings",
     "ReplayNode",
     "SOLARAnalyzer",
     "SOLReport",
@@ -57,8 +62,11 @@ __all__ = [
     "inverse_roofline",
     "known_hardware",
     "load_hardware",
+    "load_rule_plugins",
+    "parse_description",
     "rebound",
     "register_rule",
+    "rule_from_description",
     "save_hardware",
     "unregister_rule",
 ]

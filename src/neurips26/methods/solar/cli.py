@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     analyze.add_argument("--no-validate", action="store_true", help="skip the validation gate")
     analyze.add_argument("--trace-device", default="meta", choices=("meta", "cpu"))
+    analyze.add_argument(
+        "--frontend",
+        default="auto",
+        choices=("auto", "export", "dispatch", "jax"),
+        help="auto: torch.export with the dispatch tracer as the fallback (JAX for JAX programs)",
+    )
     calibrate = sub.add_parser("calibrate", help="measure this machine's peaks into cpu-local.yaml")
     calibrate.add_argument("--out", default=None, help="YAML path (default: the user hardware directory)")
     calibrate.add_argument("--headroom", type=float, default=1.5)
@@ -88,7 +94,12 @@ def main(args: argparse.Namespace) -> int:
         hw = load_hardware(args.hw)
         program, inputs = load_target(args.target)
         report = analyze(
-            program, inputs, hw=hw, trace_device=args.trace_device, validate=not args.no_validate
+            program,
+            inputs,
+            hw=hw,
+            trace_device=args.trace_device,
+            validate=not args.no_validate,
+            frontend=getattr(args, "frontend", "auto"),
         )
         print(report.summary())
         if args.json_path:

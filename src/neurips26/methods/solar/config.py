@@ -14,7 +14,13 @@ class SOLARConfig:
     ``programs`` empty means the whole authored suite.
     """
 
-    programs: tuple[str, ...] = param((), source="ours: empty = every authored suite program")
+    suite: str = param(
+        "torch",
+        source="ours: 'torch' (36 KernelBench-form programs) or 'jax' (6 JAX programs); a grid variable so "
+        "each library baseline runs on the programs of its framework",
+    )
+    programs: tuple[str, ...] = param((), source="ours: PyTorch programs; empty = the whole PyTorch suite")
+    jax_programs: tuple[str, ...] = param((), source="ours: JAX programs; empty = the whole JAX suite")
     reps: int = param(7, source="ours: median of 7 cold-cache calls is stable to a few % on 2 shared cores")
     warmup: int = param(1, source="ours: one call to load code paths before timing")
     flush_factor: float = param(2.0, source="research notes §2.2: flush by writing 2x the LLC")
@@ -27,15 +33,19 @@ class SOLARConfig:
     validate: bool = param(True, source="paper: every bound comes from a validated lowering")
 
     def __post_init__(self) -> None:
-        if not isinstance(self.programs, (tuple, list)) or not all(isinstance(p, str) for p in self.programs):
-            raise TypeError(f"programs must be a tuple of program names, got {self.programs!r}")
-        self.programs = tuple(self.programs)
+        if self.suite not in ("torch", "jax"):
+            raise ValueError(f"suite must be 'torch' or 'jax', got {self.suite!r}")
         from neurips26.methods.solar.suite import PROGRAMS
+        from neurips26.methods.solar.suite.jax_programs import NAMES
 
-        known = {p.name for p in PROGRAMS}
-        unknown = [p for p in self.programs if p not in known]
-        if unknown:
-            raise ValueError(f"programs={unknown} are not in the suite; known: {sorted(known)}")
+        for field_name, known in (("programs", {p.name for p in PROGRAMS}), ("jax_programs", set(NAMES))):
+            value = getattr(self, field_name)
+            if not isinstance(value, (tuple, list)) or not all(isinstance(p, str) for p in value):
+                raise TypeError(f"{field_name} must be a tuple of program names, got {value!r}")
+            setattr(self, field_name, tuple(value))
+            unknown = [p for p in value if p not in known]
+            if unknown:
+                raise ValueError(f"{field_name}={unknown} are not in the suite; known: {sorted(known)}")
         for name, value, low in (
             ("reps", self.reps, 1),
             ("warmup", self.warmup, 0),

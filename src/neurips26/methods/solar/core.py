@@ -58,6 +58,7 @@ class SOLReport:
     frontend: str
     graph: IRGraph | None = field(default=None, repr=False)
     trace: Trace | None = field(default=None, repr=False)
+    frontend_note: str = ""
 
     @property
     def validated(self) -> bool:
@@ -151,6 +152,7 @@ class SOLReport:
             ],
             "analysis_seconds": self.analysis_seconds,
             "frontend": self.frontend,
+            "frontend_note": self.frontend_note,
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -174,6 +176,7 @@ class SOLReport:
             f"  unfused {b.unfused:.3e}  target {b.target:.3e}",
             f"  bottleneck {self.bottleneck}, intensity {self.arithmetic_intensity:.2f} FLOP/B, "
             f"validated {self.validated} ({self.validation.reason})",
+            f"  frontend {self.frontend}" + (f" ({self.frontend_note})" if self.frontend_note else ""),
         ]
         for op, n in sorted(self.unknown_ops.items()):
             lines.append(f"  unknown op {op} (x{n}): {UNKNOWN_HINT.format(op=op)}")
@@ -217,7 +220,11 @@ def analyze(
     hw: a spec name (see ``known_hardware()``), a YAML path or a :class:`HardwareSpec`.
     trace_device: ``"meta"`` (default, nothing allocated) or ``"cpu"`` for data-dependent programs.
     validate: run the validation gate (random inputs, IR vs program) when under the size caps.
-    frontend: ``"torch"``, ``"jax"`` or ``"auto"`` (JAX when an input is a JAX array or ShapeDtypeStruct).
+    frontend: ``"auto"`` (default: JAX when an input is a JAX array or ShapeDtypeStruct, otherwise
+        ``torch.export`` with the dispatch tracer as the fallback when export fails), ``"export"`` (export
+        only; a failure raises), ``"dispatch"`` (the dispatch-mode tracer only) or ``"jax"``.
+        ``report.frontend`` says which one produced the IR and ``report.frontend_note`` why a fallback
+        happened.
     """
     if not isinstance(example_inputs, (list, tuple)):
         raise TypeError(
@@ -225,15 +232,15 @@ def analyze(
         )
     spec = load_hardware(hw)
     start = time.perf_counter()
-    if frontend not in ("auto", "torch", "jax"):
-        raise ValueError(f"frontend={frontend!r}; choose 'auto', 'torch' or 'jax'")
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend={frontend!r}; choose one of {list(FRONTENDS)}")
     if frontend == "jax" or (frontend == "auto" and _looks_like_jax(example_inputs)):
         from neurips26.methods.solar.frontend_jax import trace_jax, validate_jax
 
         trace = trace_jax(program, example_inputs)
         validation = validate_jax(program, example_inputs, trace, seed) if validate else None
     else:
-        trace = trace_program(program, example_inputs, device=trace_device)
+        trace = _trace_torch(program, example_inputs, frontend, trace_device)
         validation = (
             validate_trace(program, example_inputs, trace, seed, validate_max_bytes, validate_max_macs)
             if validate
@@ -244,6 +251,31 @@ def analyze(
     report = _report_from_trace(program_name(program), trace, spec, validation, 0.0)
     report.analysis_seconds = time.perf_counter() - start
     return report
+
+
+FRONTENDS = ("auto", "export", "dispatch", "jax")
+
+
+def _trace_torch(
+    program: Callable[..., Any], example_inputs: Sequence[Any], frontend: str, trace_device: str
+) -> Trace:
+    """``torch.export`` first (``auto``/``export``), the dispatch tracer when export fails (``auto``) or when
+    asked for (``dispatch``); ``trace.note`` says why a fallback happened."""
+    if frontend == "dispatch":
+        return trace_program(program, example_inputs, device=trace_device)
+    from neurips26.methods.solar.frontend_export import ExportFailed, trace_export
+
+    try:
+        return trace_export(program, example_inputs, device=trace_device)
+    except ExportFailed as exc:
+        if frontend == "export":
+            raise ValueError(
+                f"frontend='export': {exc}; use frontend='auto' (falls back to the dispatch tracer) or "
+                "frontend='dispatch'"
+            ) from exc
+        trace = trace_program(program, example_inputs, device=trace_device)
+        trace.note = f"fell back to the dispatch tracer: {exc}"
+        return trace
 
 
 class SOLARAnalyzer:
@@ -293,6 +325,7 @@ def _report_from_trace(
         trace.frontend,
         trace.graph,
         trace,
+        trace.note,
     )
 
 

@@ -1,31 +1,70 @@
 """SOLAR: AI-Powered Speed-of-Light Performance Analysis — the suite experiment.
 
 For every authored program: count MACs/FLOPs, derive a bound for the calibrated ``cpu-local`` spec, time the
-program eagerly with cold and warm caches, and compare. Systems: ours (``solar``: the cache-aware bound, the
-tightest of its lower bounds), FlopCounterMode on CPU and on meta (FLOP-only rooflines) and a naive per-op
-roofline. Claims: exact counts, zero cold-cache violations, tighter valid bounds.
+program with cold and warm caches, and compare. The grid variable ``suite`` runs the 36 PyTorch programs
+(timed eagerly) and the 6 JAX programs (timed under ``jax.jit``). Systems: ours (``solar``: the cache-aware
+bound, the tightest of its lower bounds) on both suites; on PyTorch FlopCounterMode on CPU and on meta, fvcore
+(FLOP-only rooflines) and a naive per-op roofline; on JAX XLA's ``cost_analysis`` and
+``jax.experimental.roofline`` (rooflines from their FLOPs and bytes). A baseline outside its framework is
+``n/a``. Claims: exact counts, full coverage, zero cold-cache violations, tighter valid bounds.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
-from neurips26.methods.solar.baselines import flop_counter_flops, fvcore_flops, naive_roofline_seconds
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.methods.solar.baselines import (
+    JaxCount,
+    flop_counter_flops,
+    fvcore_flops,
+    jax_roofline,
+    naive_roofline_seconds,
+    xla_cost_analysis,
+)
 from neurips26.methods.solar.config import SOLARConfig
 from neurips26.methods.solar.core import analyze
 from neurips26.methods.solar.hardware import HardwareSpec, calibrate_cpu_local
-from neurips26.methods.solar.suite import PROGRAMS, SuiteProgram, get_program
+from neurips26.methods.solar.suite import PROGRAMS, get_program
 from neurips26.methods.solar.timing import CacheFlusher, measure_seconds
 
 _SPEC_CACHE: dict[tuple[float, int], HardwareSpec] = {}
 _TIME_CACHE: dict[tuple[str, int, int, float, int, bool, int], float] = {}
+# XLA's CPU backend runs its own thread pool; the cpu-local spec is calibrated for `threads` = 1
+_XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One suite program of either framework: ``build()`` gives the callable and its example inputs."""
+
+    name: str
+    framework: str
+    hand_macs: int
+    build: Callable[[], tuple[Any, list[Any]]]
+
+
+def _torch_program(program: Any) -> Program:
+    return Program(program.name, "torch", program.hand_macs, lambda: program.build("cpu"))
+
+
+def _jax_suite() -> list[Program]:
+    if "jax" not in sys.modules:
+        os.environ.setdefault("XLA_FLAGS", _XLA_ONE_THREAD)
+    from neurips26.methods.solar.suite.jax_programs import programs
+
+    return [
+        Program(e["name"], "jax", int(e["macs"]), lambda e=e: (e["fn"], e["inputs"]())) for e in programs()
+    ]
 
 
 def cpu_spec(config: SOLARConfig) -> HardwareSpec:
@@ -37,15 +76,29 @@ def cpu_spec(config: SOLARConfig) -> HardwareSpec:
     return _SPEC_CACHE[key]
 
 
-def measured_seconds(program: SuiteProgram, config: SOLARConfig, cold: bool, seed: int = 0) -> float:
-    """Median eager CPU time of ``program``, memoised per seed: every system of one seed is compared with the
-    same measurement (paired), and each seed measures afresh (independent replicates)."""
+def measured_seconds(program: Program, config: SOLARConfig, cold: bool, seed: int = 0) -> float:
+    """Median time of ``program`` (eager PyTorch, or ``jax.jit`` after one compiling call), memoised per
+    seed: every system of one seed is compared with the same measurement (paired), and each seed measures
+    afresh (independent replicates)."""
     key = (program.name, config.reps, config.warmup, config.flush_factor, config.threads, cold, seed)
     if key not in _TIME_CACHE:
         torch.set_num_threads(config.threads)
-        model, inputs = program.build("cpu")
+        fn, inputs = program.build()
+        if program.framework == "jax":
+            import jax
+
+            jitted = jax.jit(fn)
+            jax.block_until_ready(jitted(*inputs))  # compile outside the timed calls
+
+            def call() -> Any:
+                return jax.block_until_ready(jitted(*inputs))
+        else:
+
+            def call() -> Any:
+                return fn(*inputs)
+
         flusher = CacheFlusher(config.flush_factor) if cold else None
-        _TIME_CACHE[key] = measure_seconds(lambda: model(*inputs), config.reps, config.warmup, cold, flusher)
+        _TIME_CACHE[key] = measure_seconds(call, config.reps, config.warmup, cold, flusher)
     return _TIME_CACHE[key]
 
 
@@ -56,33 +109,44 @@ class Estimate:
     fidelities: dict[str, float]
     validated: bool
     seconds: float
+    gaps: list[str] = field(default_factory=list)
 
 
 class SOLARSystem:
-    """Ours: ``analyze`` on meta tensors; the reported bound is ``cache_aware``."""
+    """Ours: ``analyze`` (PyTorch programs on meta through ``torch.export``, JAX through its jaxpr); the
+    reported bound is ``cache_aware``."""
 
     name = "solar"
+    frameworks = ("torch", "jax")
 
-    def estimate(self, program: SuiteProgram, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
-        model, inputs = program.build("cpu")
+    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+        fn, inputs = program.build()
         start = time.perf_counter()
-        report = analyze(model, inputs, hw=hw, validate=config.validate)
+        report = analyze(fn, inputs, hw=hw, validate=config.validate)
         seconds = time.perf_counter() - start
         fid = {k: report.bound(k) for k in ("flop_only", "fused", "cache_aware")}
+        gaps = [f"{op} x{n} unknown" for op, n in report.unknown_ops.items()]
         return Estimate(
-            report.flops, report.bounds.cache_aware, fid, report.validated and report.complete, seconds
+            report.flops,
+            report.bounds.cache_aware,
+            fid,
+            report.validated and report.complete,
+            seconds,
+            gaps + (["trip-unknown"] if "trip-unknown" in report.frontend else []),
         )
 
 
 class FlopOnlySystem:
     """A library FLOP counter (FlopCounterMode or fvcore, adapters); bound = FLOPs / fp32 peak."""
 
+    frameworks = ("torch",)
+
     def __init__(self, name: str, count_flops: Callable[[Any, Any], int]) -> None:
         self.name = name
         self.count_flops = count_flops
 
-    def estimate(self, program: SuiteProgram, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
-        model, inputs = program.build("cpu")
+    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+        model, inputs = program.build()
         start = time.perf_counter()
         flops = self.count_flops(model, inputs)
         seconds = time.perf_counter() - start
@@ -96,9 +160,10 @@ class NaiveRooflineSystem:
     """Per-op unfused roofline (re-implemented, LLM-Viewer/RuntimeEstimator style)."""
 
     name = "naive_roofline"
+    frameworks = ("torch",)
 
-    def estimate(self, program: SuiteProgram, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
-        model, inputs = program.build("cpu")
+    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+        model, inputs = program.build()
         start = time.perf_counter()
         bound, flops = naive_roofline_seconds(model, inputs, hw)
         seconds = time.perf_counter() - start
@@ -107,14 +172,49 @@ class NaiveRooflineSystem:
         )
 
 
-def _programs(config: SOLARConfig) -> list[SuiteProgram]:
-    return [get_program(n) for n in config.programs] if config.programs else list(PROGRAMS)
+class JaxRooflineSystem:
+    """A JAX library's roofline (XLA ``cost_analysis`` or ``jax.experimental.roofline``, adapters):
+    ``flop_only = FLOPs / fp32 peak``, bound ``= max(FLOPs / peak, bytes / BW)`` from its own counts."""
+
+    frameworks = ("jax",)
+
+    def __init__(
+        self, name: str, count: Callable[[Any, Any], JaxCount], requires: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        self.name = name
+        self.count = count
+        self.requires = requires  # (module, install hint): a missing one makes the cells n/a, not errors
+
+    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+        fn, inputs = program.build()
+        start = time.perf_counter()
+        counted = self.count(fn, inputs)
+        seconds = time.perf_counter() - start
+        compute = counted.flops / hw.flops_rate("float32")
+        bound = max(compute, counted.bytes / hw.dram_bandwidth_Bps)
+        fid = {"flop_only": compute, "fused": bound, "cache_aware": bound}
+        return Estimate(int(counted.flops), bound, fid, False, seconds, counted.gaps)
+
+
+def _programs(config: SOLARConfig) -> list[Program]:
+    if config.suite == "jax":
+        suite = _jax_suite()
+        return [p for p in suite if p.name in config.jax_programs] if config.jax_programs else suite
+    chosen = [get_program(n) for n in config.programs] if config.programs else list(PROGRAMS)
+    return [_torch_program(p) for p in chosen]
 
 
 def evaluate(
     system: Any, config: SOLARConfig, progress: Progress, seed: int = 0
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Per-program rows and the suite metrics for one system."""
+    """Per-program rows and the suite metrics for one system on ``config.suite``."""
+    if config.suite not in system.frameworks:
+        raise NotApplicable(f"{system.name} analyses {'/'.join(system.frameworks)} programs only")
+    for module, hint in getattr(system, "requires", ()) + (
+        (("jax", "pip install jax"),) if config.suite == "jax" else ()
+    ):
+        if importlib.util.find_spec(module) is None:
+            raise NotApplicable(f"{system.name} on {config.suite} programs needs {module}: {hint}")
     torch.set_num_threads(config.threads)
     hw = cpu_spec(config)
     rows = []
@@ -132,12 +232,14 @@ def evaluate(
                 "warm": warm,
                 "validated": est.validated,
                 "seconds": est.seconds,
+                "gaps": est.gaps,
                 **{f"ratio_{k}": v / cold for k, v in est.fidelities.items()},
             }
         )
     ratios = [r["bound"] / r["cold"] for r in rows]
     metrics = {
         "count_agreement": sum(r["flops"] == r["hand_flops"] for r in rows) / len(rows),
+        "coverage": sum(r["flops"] >= r["hand_flops"] for r in rows) / len(rows),
         "validated_fraction": sum(r["validated"] for r in rows) / len(rows),
         "violations": float(sum(r["cold"] < r["bound"] for r in rows)),
         "valid_fraction": sum(r["cold"] >= r["bound"] for r in rows) / len(rows),
@@ -171,6 +273,13 @@ SMOKE_PROGRAMS = (
     "tiny_gpt",
 )
 
+SMOKE_JAX_PROGRAMS = ("jax_mlp", "jax_scan_rnn", "jax_while_solver")
+TORCH_FLOP_COUNTERS = ("flopcounter_cpu", "flopcounter_meta", "fvcore")
+JAX_BASELINES = ("xla_cost_analysis", "jax_roofline")
+
+# Each baseline runs on one framework's programs (n/a elsewhere), so each claim is made on its suite only.
+TORCH_SUITE = {"suite": ("torch",)}
+JAX_SUITE = {"suite": ("jax",)}
 EXPERIMENT = Experiment(
     slug="solar",
     config_cls=SOLARConfig,
@@ -180,7 +289,8 @@ EXPERIMENT = Experiment(
             "CPU attention, causal triangles and padded taps",
             "count_agreement",
             "solar",
-            ("flopcounter_cpu", "flopcounter_meta", "fvcore"),
+            TORCH_FLOP_COUNTERS,
+            where=TORCH_SUITE,
         ),
         Claim(
             "Our bounds hold on every program under cold-cache timing (valid fraction no worse than any "
@@ -190,16 +300,37 @@ EXPERIMENT = Experiment(
             ("naive_roofline", "flopcounter_meta"),
             kind="noninferior",
             margin=0.01,
+            where=TORCH_SUITE,
         ),
         Claim(
             "Our valid bounds are tighter than FLOP-only rooflines",
             "median_bound_over_measured",
             "solar",
-            ("flopcounter_cpu", "flopcounter_meta", "fvcore"),
+            TORCH_FLOP_COUNTERS,
+            where=TORCH_SUITE,
+        ),
+        Claim(
+            "JAX: every MAC is counted (loops by their trips, while loops and convolutions included); XLA "
+            "cost_analysis and jax.experimental.roofline undercount loop bodies",
+            "coverage",
+            "solar",
+            JAX_BASELINES,
+            where=JAX_SUITE,
+        ),
+        Claim(
+            "JAX: our bounds hold under cold-cache jax.jit timing (valid fraction no worse than the JAX "
+            "libraries' rooflines, within 1%)",
+            "valid_fraction",
+            "solar",
+            JAX_BASELINES,
+            kind="noninferior",
+            margin=0.01,
+            where=JAX_SUITE,
         ),
     ),
     metrics=(
         Metric("count_agreement", "max", "fraction", "programs whose FLOPs equal 2 x the hand MAC formula"),
+        Metric("coverage", "max", "fraction", "programs whose FLOPs are >= 2 x hand MACs (nothing missed)"),
         Metric("validated_fraction", "max", "fraction", "programs with a validated, complete lowering"),
         Metric("violations", "min", "programs", "cold-cache median time below the system's bound"),
         Metric("valid_fraction", "max", "fraction", "programs whose cold-cache time is at least the bound"),
@@ -221,20 +352,44 @@ EXPERIMENT = Experiment(
         ),
         "fvcore": lambda config: FlopOnlySystem("fvcore", fvcore_flops),
         "naive_roofline": lambda config: NaiveRooflineSystem(),
+        "xla_cost_analysis": lambda config: JaxRooflineSystem("xla_cost_analysis", xla_cost_analysis),
+        "jax_roofline": lambda config: JaxRooflineSystem(
+            "jax_roofline",
+            jax_roofline,
+            (("absl", "jax.experimental.roofline imports absl: pip install absl-py"),),
+        ),
     },
     profiles={
-        "smoke": Profile("smoke", budget_s=60, seeds=2, overrides={"programs": SMOKE_PROGRAMS, "reps": 3}),
-        "default": Profile("default", budget_s=240, seeds=3, overrides={"reps": 7}),
-        "full": Profile("full", budget_s=900, seeds=5, overrides={"reps": 15}),
+        "smoke": Profile(
+            "smoke",
+            budget_s=60,
+            seeds=2,
+            overrides={"programs": SMOKE_PROGRAMS, "jax_programs": SMOKE_JAX_PROGRAMS, "reps": 3},
+            grid={"suite": ("torch", "jax")},
+        ),
+        "default": Profile(
+            "default", budget_s=240, seeds=3, overrides={"reps": 7}, grid={"suite": ("torch", "jax")}
+        ),
+        "full": Profile(
+            "full", budget_s=900, seeds=5, overrides={"reps": 15}, grid={"suite": ("torch", "jax")}
+        ),
     },
     run=run,
     ours="solar",
 )
 
 
+def _jax_row_text(row: dict[str, Any]) -> str:
+    """A JAX baseline's count, or n/a with the reason when the library leaves MACs uncounted."""
+    if row["gaps"] and row["flops"] < row["hand_flops"]:
+        return f"n/a ({row['flops']:,}; {'; '.join(sorted(set(row['gaps'])))})"
+    return f"{row['flops']:,}"
+
+
 def main() -> None:
     """Run one profile for every system without the harness runner and print metrics (and per-program rows
-    with ``--rows``): ``python -m neurips26.methods.solar.experiment [smoke|default|full] [--rows]``."""
+    with ``--rows``): ``python -m neurips26.methods.solar.experiment [smoke|default|full] [--rows]
+    [--suite torch|jax]``."""
     import argparse
     import json
 
@@ -243,15 +398,27 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("profile", nargs="?", default="default")
     parser.add_argument("--rows", action="store_true")
+    parser.add_argument("--suite", choices=["torch", "jax"], help="run one grid point only")
     args = parser.parse_args()
     profile = EXPERIMENT.profile(args.profile)
-    config = EXPERIMENT.config_for(profile, {}, {})
-    per_system = {}
-    for name, factory in EXPERIMENT.systems.items():
-        metrics, rows = evaluate(factory(config), config, SilentProgress())
-        per_system[name] = rows
-        print(json.dumps({"system": name, **{k: round(v, 4) for k, v in metrics.items()}}))
-    spec = cpu_spec(config)
+    per_suite: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for point in profile.points():
+        if args.suite and point.get("suite") != args.suite:
+            continue
+        config = EXPERIMENT.config_for(profile, point, {})
+        per_system = per_suite.setdefault(config.suite, {})
+        for name, factory in EXPERIMENT.systems.items():
+            system = factory(config)
+            if config.suite not in system.frameworks:
+                continue
+            metrics, rows = evaluate(system, config, SilentProgress())
+            per_system[name] = rows
+            print(
+                json.dumps(
+                    {"suite": config.suite, "system": name, **{k: round(v, 4) for k, v in metrics.items()}}
+                )
+            )
+    spec = cpu_spec(EXPERIMENT.config_for(profile, {}, {}))
     print(
         json.dumps(
             {
@@ -261,19 +428,40 @@ def main() -> None:
             }
         )
     )
-    if args.rows:
-        for row in per_system["solar"]:
-            naive = next(r for r in per_system["naive_roofline"] if r["program"] == row["program"])
+    if not args.rows:
+        return
+    for row in per_suite.get("torch", {}).get("solar", []):
+        naive = next(r for r in per_suite["torch"]["naive_roofline"] if r["program"] == row["program"])
+        print(
+            json.dumps(
+                {
+                    "program": row["program"],
+                    "cold_ms": round(1e3 * row["cold"], 3),
+                    "warm_ms": round(1e3 * row["warm"], 3),
+                    **{k: round(v, 4) for k, v in row.items() if k.startswith("ratio_")},
+                    "naive_ratio": round(naive["bound"] / row["cold"], 4),
+                }
+            )
+        )
+    jax_rows = per_suite.get("jax", {})
+    if jax_rows:
+        print(
+            "| program | hand FLOPs | "
+            + " | ".join(f"{n} FLOPs" for n in jax_rows)
+            + " | cold ms | "
+            + " | ".join(f"{n} bound/cold" for n in jax_rows)
+            + " |"
+        )
+        print("|---" * (3 + 2 * len(jax_rows)) + "|")
+        for i, row in enumerate(jax_rows["solar"]):
+            cells = [_jax_row_text(rows[i]) for rows in jax_rows.values()]
+            ratios = [f"{rows[i]['bound'] / rows[i]['cold']:.3f}" for rows in jax_rows.values()]
             print(
-                json.dumps(
-                    {
-                        "program": row["program"],
-                        "cold_ms": round(1e3 * row["cold"], 3),
-                        "warm_ms": round(1e3 * row["warm"], 3),
-                        **{k: round(v, 4) for k, v in row.items() if k.startswith("ratio_")},
-                        "naive_ratio": round(naive["bound"] / row["cold"], 4),
-                    }
-                )
+                f"| {row['program']} | {row['hand_flops']:,} | "
+                + " | ".join(cells)
+                + f" | {1e3 * row['cold']:.3f} | "
+                + " | ".join(ratios)
+                + " |"
             )
 
 

@@ -8,8 +8,9 @@ The jaxpr is walked equation by equation, inlining ``jit``/``pjit``/``closed_cal
 :class:`~neurips26.methods.solar.ir.EinsumNode`; every other top-level equation (loops included) replays
 through ``jax`` so the validation gate can run the IR against the function.
 
-XLA's ``cost_analysis`` and ``jax.experimental.roofline`` count a loop body once (research notes §4); this
-frontend is the fix. Optional: import only when ``jax`` is installed.
+XLA's ``cost_analysis`` counts a ``scan``/``while`` body once and ``jax.experimental.roofline`` counts a
+``scan`` body once and a ``while``/``cond`` as zero (research notes §4; :mod:`.baselines`); this frontend is
+the fix. Optional: import only when ``jax`` is installed.
 """
 
 from __future__ import annotations

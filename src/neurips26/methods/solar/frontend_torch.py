@@ -6,9 +6,9 @@ A ``TorchFunctionMode`` keeps a few high-level functions whole (``scaled_dot_pro
 otherwise decompose on meta into bmm, softmax *and* mask-building ops that inflate the byte counts).
 Each op goes through its rule (:mod:`~neurips26.methods.solar.rules`) to IR nodes plus counts.
 
-Why not ``torch.export``: on torch 2.13 it rejects programs with Python side effects and data-dependent
-control flow that a dispatch tracer simply follows (the path taken is the workload), and it needs a
-decomposition table to keep attention whole; the tracer covers every program that runs.
+This is the fallback of the ``torch.export`` frontend (:mod:`.frontend_export`) and the frontend of
+``analyze(..., frontend="dispatch")``: it follows any program that runs, including Python side effects and
+data-dependent control flow (with ``trace_device="cpu"``) that ``torch.export`` rejects.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class Trace:
     unknown_ops: dict[str, int]
     constants: dict[str, torch.Tensor]
     frontend: str = "torch-dispatch"
+    note: str = ""  # e.g. why the export frontend fell back to the dispatch tracer
 
 
 def distinct_elements(t: torch.Tensor) -> int:
@@ -259,16 +260,14 @@ def call_program(
     return program(*inputs)
 
 
-def trace_program(
+def prepare_call(
     program: Callable[..., Any],
     example_inputs: Sequence[Any],
     device: str = "meta",
     cpu_trace_cap_bytes: int = 2**30,
     state_override: Mapping[str, torch.Tensor] | None = None,
-) -> Trace:
-    """Trace ``program(*example_inputs)`` op by op on ``device`` (``meta`` by default, ``cpu`` for
-    data-dependent programs) and return the IR graph with per-op counts.
-    """
+) -> tuple[tuple[Any, ...], dict[str, torch.Tensor]]:
+    """Check the arguments and move the inputs and the module's parameters/buffers to ``device``."""
     if device not in ("meta", "cpu"):
         raise ValueError(f"device must be 'meta' or 'cpu', got {device!r}")
     if not callable(program):
@@ -297,13 +296,34 @@ def trace_program(
         if isinstance(program, torch.nn.Module)
         else {}
     )
-    recorder = _Recorder()
+    return inputs, state
+
+
+def bind_program_buffers(
+    recorder: _Recorder, inputs: tuple[Any, ...], state: Mapping[str, torch.Tensor]
+) -> None:
+    """Name the program's buffers: ``input{i}`` by flattened leaf index, weights by qualified name."""
     for i, x in enumerate(tree_flatten(inputs)[0]):
         if isinstance(x, torch.Tensor):
             recorder.bind(x, f"input{i}", "input")
     for name, tensor in state.items():
         if id(tensor) not in recorder.names:
             recorder.bind(tensor, name, "weight")
+
+
+def trace_program(
+    program: Callable[..., Any],
+    example_inputs: Sequence[Any],
+    device: str = "meta",
+    cpu_trace_cap_bytes: int = 2**30,
+    state_override: Mapping[str, torch.Tensor] | None = None,
+) -> Trace:
+    """Trace ``program(*example_inputs)`` op by op on ``device`` (``meta`` by default, ``cpu`` for
+    data-dependent programs) and return the IR graph with per-op counts.
+    """
+    inputs, state = prepare_call(program, example_inputs, device, cpu_trace_cap_bytes, state_override)
+    recorder = _Recorder()
+    bind_program_buffers(recorder, inputs, state)
     try:
         with torch.no_grad(), _FunctionKeeper(recorder), _DispatchRecorder(recorder):
             result = call_program(program, inputs, state)
@@ -316,7 +336,13 @@ def trace_program(
                 "the op's cost"
             ) from exc
         raise
-    outputs = [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
+    return finish_trace(recorder, [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)])
+
+
+def finish_trace(
+    recorder: _Recorder, outputs: Sequence[torch.Tensor], frontend: str = "torch-dispatch"
+) -> Trace:
+    """Mark the program outputs (their bytes are compulsory writes) and package the trace."""
     if not outputs:
         raise ValueError("the program returned no tensor; SOL bounds need at least one output")
     for t in outputs:
@@ -338,4 +364,5 @@ def trace_program(
         recorder.compulsory_write,
         recorder.unknown_ops,
         recorder.constants,
+        frontend=frontend,
     )

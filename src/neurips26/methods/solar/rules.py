@@ -331,6 +331,40 @@ def _attention_softmax(scores: torch.Tensor, qk: EinsumNode, mask: torch.Tensor 
     return torch.softmax(scores.to(torch.float64), dim=-1).to(scores.dtype)
 
 
+def rule_linear(call: OpCall) -> OpCost:
+    """``aten::linear`` kept whole by the export frontend: ``Y[*b, n] = Σ_k X[*b, k] W[n, k] (+ bias[n])``.
+
+    Same MACs and epilogue FLOPs as the dispatch path's ``t`` + ``addmm``/``mm`` it replaces.
+    """
+    x, w = call.args[0], call.args[1]
+    bias = call.arg(2, "bias")
+    bs = _ranks("b", x.dim() - 1)
+    ranks = {r: int(s) for r, s in zip(bs, x.shape[:-1], strict=True)}
+    ranks.update({"k": int(x.shape[-1]), "n": int(w.shape[0])})
+    target = call.output_names[0] if bias is None else call.output_names[0] + ".mm"
+    node = EinsumNode(
+        call.node_name(".mac"),
+        call.op,
+        ranks,
+        [Access(call.name(x), _proj(*bs, "k")), Access(call.name(w), _proj("n", "k"))],
+        target,
+        (*[(b,) for b in bs], ("n",)),
+        compute_dtype=_dt(x),
+    )
+    if bias is None:
+        return OpCost("contraction", {_dt(x): node.points()}, 0, [node])
+    add = ReplayNode(
+        call.node_name(".bias"),
+        call.op,
+        "pointwise",
+        torch.add,
+        (ValueRef(target), ValueRef(call.name(bias))),
+        {},
+        [call.output_names[0]],
+    )
+    return OpCost("contraction", {_dt(x): node.points()}, call.outputs[0].numel(), [node, add])
+
+
 def rule_sdpa_aten(call: OpCall) -> OpCost:
     """ATen-level fused attention kernels (``_scaled_dot_product_*_attention``), seen when a module calls them
     below the Python function (e.g. ``nn.MultiheadAttention``'s fast path, or a CPU trace)."""
@@ -541,6 +575,9 @@ def _install_defaults() -> None:
         register_rule(op, rule_addmm)
     register_rule("aten::convolution", rule_convolution)
     register_rule("torch.nn.functional.scaled_dot_product_attention", rule_sdpa)
+    # composite ops the export frontend keeps whole (see frontend_export.trimmed_decomposition_table)
+    register_rule("aten::scaled_dot_product_attention", rule_sdpa)
+    register_rule("aten::linear", rule_linear)
     for op in (
         "aten::_scaled_dot_product_flash_attention_for_cpu",
         "aten::_scaled_dot_product_flash_attention",
@@ -549,7 +586,15 @@ def _install_defaults() -> None:
     ):
         register_rule(op, rule_sdpa_aten)
     register_rule("aten::_linalg_solve_ex", rule_linalg_solve)
-    register_rule("aten::_linalg_check_errors", lambda call: OpCost("view", {}, 0, []))
+    for op in (  # checks that compute nothing (export inserts the metadata assertions)
+        "aten::_linalg_check_errors",
+        "aten::_assert_tensor_metadata",
+        "aten::_assert_async",
+        "aten::_assert_scalar",
+        "aten::_functional_assert_async",
+        "aten::sym_constrain_range_for_size",
+    ):
+        register_rule(op, lambda call: OpCost("view", {}, 0, []))
     for op in ("aten::sum.dim_IntList", "aten::sum", "aten::mean.dim", "aten::mean", "aten::amax"):
         register_rule(op, rule_reduction_einsum)
     for op in (
@@ -559,9 +604,19 @@ def _install_defaults() -> None:
         "aten::_native_batch_norm_legit",
         "aten::native_group_norm",
         "aten::_fused_rms_norm",
+        "aten::layer_norm",
+        "aten::rms_norm",
+        "aten::group_norm",
     ):
         register_rule(op, _flops_per_input(5, "normalization"))
-    for op in ("aten::_softmax", "aten::_log_softmax", "aten::_safe_softmax", "aten::logsumexp"):
+    for op in (
+        "aten::_softmax",
+        "aten::_log_softmax",
+        "aten::_safe_softmax",
+        "aten::logsumexp",
+        "aten::softmax",
+        "aten::log_softmax",
+    ):
         register_rule(op, _flops_per_input(5, "normalization"))
     for op in (
         "aten::cumsum",

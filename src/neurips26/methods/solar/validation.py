@@ -114,7 +114,13 @@ def _cpu_retrace(
             )
             for n, t in module_state(program).items()
         }
-    cpu = trace_program(program, tree_unflatten(cpu_leaves, spec), device="cpu", state_override=state)
+    if trace.frontend == "torch-export":
+        from neurips26.methods.solar.frontend_export import trace_export
+
+        tracer = trace_export
+    else:
+        tracer = trace_program
+    cpu = tracer(program, tree_unflatten(cpu_leaves, spec), device="cpu", state_override=state)
     if [(o.op, o.macs) for o in cpu.ops if o.macs] != [(o.op, o.macs) for o in trace.ops if o.macs]:
         raise _Skip(
             "the CPU re-trace's contractions differ from the meta trace's; validation would not carry over"

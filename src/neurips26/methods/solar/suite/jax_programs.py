@@ -10,6 +10,16 @@ from typing import Any
 
 import numpy as np
 
+NAMES = (
+    "jax_mlp",
+    "jax_cnn",
+    "jax_attention",
+    "jax_scan_rnn",
+    "jax_while_solver",
+    "jax_mpc_rollout",
+)
+"""The program names, known without importing jax (config validation uses them)."""
+
 
 def programs() -> list[dict[str, Any]]:
     """Build the JAX program list (imports jax lazily)."""
