@@ -309,3 +309,19 @@ def test_uniform_press_runs_in_the_kvpress_pipeline():
     answer = pipe(context, question="\n# Summary:", press=press, max_new_tokens=4)["answer"]
     assert isinstance(answer, str)
     press.ledger.check()
+
+
+@pytest.mark.parametrize("block_size", [1, 16])
+def test_selection_batched_over_layers_equals_layer_by_layer(block_size):
+    from neurips26.methods.spectralkv.core import coreset_candidates, select_from_candidates, stack_candidates
+
+    g = torch.Generator().manual_seed(9)
+    layers = [(torch.randn(2, 2, 200, 16, generator=g), torch.rand(2, 2, 200, generator=g)) for _ in range(3)]
+    budgets = [40, 90, 25]
+    forced = forced_token_mask(200, 4, 8)
+    parts = [coreset_candidates(f, s, b, forced, 2.0) for (f, s), b in zip(layers, budgets, strict=True)]
+    together = select_from_candidates(stack_candidates(parts), block_size=block_size)
+    for k, (part, budget) in enumerate(zip(parts, budgets, strict=True)):
+        alone = select_from_candidates(part, block_size=block_size)
+        assert torch.equal(together[2 * k : 2 * k + 2, :, :budget], alone)
+        assert bool((together[2 * k : 2 * k + 2, :, budget:] == -1).all())

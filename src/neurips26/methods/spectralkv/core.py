@@ -21,20 +21,25 @@ Shapes: ``B`` batch, ``H`` KV heads, ``n`` tokens, ``d`` head dim, ``D = 2 d`` f
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 __all__ = [
     "RANK_STRATEGIES",
+    "Candidates",
     "allocate_layer_budgets",
     "attention_concentration",
+    "coreset_candidates",
     "forced_token_mask",
     "metric_features",
     "near_duplicate_share",
     "pivoted_selection",
     "select_coreset",
+    "select_from_candidates",
     "select_topk",
+    "stack_candidates",
 ]
 
 RANK_STRATEGIES = ("hybrid", "restart")
@@ -190,7 +195,7 @@ def forced_token_mask(n: int, n_sink: int, window: int, device: torch.device | N
 
 def pivoted_selection(
     features: torch.Tensor,
-    k: int,
+    k: int | torch.Tensor,
     *,
     chosen: torch.Tensor | None = None,
     excluded: torch.Tensor | None = None,
@@ -217,7 +222,7 @@ def pivoted_selection(
     features:
         ``(..., n, D)``.
     k:
-        Pivots to pick per batch element.
+        Pivots to pick per batch element (an int, or a tensor shaped like the leading dims).
     chosen, excluded:
         ``(..., n)`` bool masks, or None.
     rank_tol:
@@ -253,6 +258,11 @@ def pivoted_selection(
     initial_energy = residual_sq.masked_fill(blocked, 0.0).sum(-1)
     picked = torch.zeros_like(taken)
     count = torch.zeros(batch, dtype=torch.long, device=phi.device)
+    k = (
+        torch.as_tensor(k, device=phi.device).expand(lead).reshape(batch)
+        if isinstance(k, torch.Tensor)
+        else k
+    )
     exhausted = torch.zeros(batch, dtype=torch.bool, device=phi.device)
     # a pick beyond the feature rank cannot have a residual
     rank_left = dim - (basis.abs().amax(-1) > 0).sum(-1)
@@ -341,6 +351,121 @@ def select_topk(scores: torch.Tensor, budget: int, forced: torch.Tensor) -> torc
     return keyed.topk(budget, dim=-1).indices.sort(-1).values
 
 
+@dataclass
+class Candidates:
+    """The pool a coreset is chosen from, per (batch row, head); rows may be stacked layers.
+
+    ``index`` ``(B, H, P)`` token positions (sorted), ``features`` ``(B, H, P, D)``, ``scores`` ``(B, H, P)``,
+    ``forced`` / ``valid`` ``(B, H, P)`` bool (padding is invalid), ``budget`` ``(B, H)`` tokens to keep.
+    """
+
+    index: torch.Tensor
+    features: torch.Tensor
+    scores: torch.Tensor
+    forced: torch.Tensor
+    valid: torch.Tensor
+    budget: torch.Tensor
+
+
+def coreset_candidates(
+    features: torch.Tensor,
+    scores: torch.Tensor,
+    budget: int,
+    forced: torch.Tensor,
+    pool_factor: float | None = None,
+) -> Candidates:
+    """The forced tokens plus the ``ceil(pool_factor * budget)`` largest score-weighted feature energies.
+
+    Pivoting then costs ``O(P k D)`` whatever the context length; a token outside the pool has less
+    weighted energy than ``P - budget`` unkept candidates, so the greedy would rarely reach it. With
+    ``pool_factor=None`` every token is a candidate (exact).
+    """
+    batch, heads, n, dim = features.shape
+    if not 1 <= budget <= n:
+        raise ValueError(f"budget must be in [1, n={n}], got {budget}")
+    forced = _forced_within_budget(forced, budget)
+    size = n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
+    if size == n:
+        index = torch.arange(n, device=features.device).expand(batch, heads, n).contiguous()
+    else:
+        energy = features.float().pow(2).sum(-1).masked_fill(forced, float("inf"))
+        index = energy.topk(size, dim=-1).indices.sort(-1).values
+    return Candidates(
+        index=index,
+        features=features.gather(-2, index.unsqueeze(-1).expand(-1, -1, -1, dim)),
+        scores=scores.gather(-1, index),
+        forced=forced[index],
+        valid=torch.ones_like(index, dtype=torch.bool),
+        budget=torch.full((batch, heads), budget, dtype=torch.long, device=features.device),
+    )
+
+
+def stack_candidates(parts: list[Candidates]) -> Candidates:
+    """Concatenate candidate pools along the batch dim (e.g. all layers), padding pools to one size."""
+    size = max(part.index.shape[-1] for part in parts)
+
+    def pad(tensor: torch.Tensor, value: float | bool, dims: int) -> torch.Tensor:
+        missing = size - tensor.shape[-dims]
+        widths = [0, 0] * (dims - 1) + [0, missing]
+        return torch.nn.functional.pad(tensor, widths, value=value) if missing else tensor
+
+    return Candidates(
+        index=torch.cat([pad(p.index, 0, 1) for p in parts]),
+        features=torch.cat([pad(p.features, 0.0, 2) for p in parts]),
+        scores=torch.cat([pad(p.scores, 0.0, 1) for p in parts]),
+        forced=torch.cat([pad(p.forced, False, 1) for p in parts]),
+        valid=torch.cat([pad(p.valid, False, 1) for p in parts]),
+        budget=torch.cat([p.budget for p in parts]),
+    )
+
+
+def select_from_candidates(
+    candidates: Candidates,
+    *,
+    strategy: str = "hybrid",
+    duplicate_cosine: float = 0.999,
+    block_size: int = 1,
+    energy_tol: float = 0.0,
+) -> torch.Tensor:
+    """Residual pivoting over each row's pool, then the rank fallback (see :func:`select_coreset`).
+
+    Returns ``(B, H, max budget)`` sorted token positions; a row with a smaller budget is padded with -1.
+    """
+    if strategy not in RANK_STRATEGIES:
+        raise ValueError(f"strategy must be one of {RANK_STRATEGIES}, got {strategy!r}")
+    c = candidates
+    kept = c.forced & c.valid
+    unit = c.features / c.features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    for round_ in range(c.index.shape[-1]):  # rounds; "hybrid" needs one, "restart" one per ~D picks
+        need = (c.budget - kept.sum(-1)).clamp_min(0)
+        if not bool(need.any()):
+            break
+        # round 0 complements the forced tokens (a duplicate of one has no residual); a restart resets
+        # residuals to the full features, so duplicates of kept tokens must be excluded explicitly
+        duplicate = _near_duplicates_of(unit, kept, duplicate_cosine) if round_ else torch.zeros_like(kept)
+        picked, _ = pivoted_selection(
+            c.features,
+            need,
+            chosen=kept if round_ == 0 else None,
+            excluded=kept | duplicate | ~c.valid,
+            block_size=block_size,
+            energy_tol=energy_tol,
+        )
+        kept |= picked
+        if strategy == "hybrid" or not bool(picked.any()):
+            break
+    kept = _fill_by_score(kept, c.scores, c.budget, unit, duplicate_cosine, c.valid)
+    width = int(c.budget.max())
+    order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :width]
+    positions = c.index.gather(-1, order)
+    real = torch.arange(width, device=positions.device) < c.budget.unsqueeze(-1)
+    n_max = int(c.index.max()) + 1
+    ordered = (
+        torch.where(real, positions, n_max + torch.arange(width, device=positions.device)).sort(-1).values
+    )
+    return ordered.masked_fill(~real, -1)
+
+
 def select_coreset(
     features: torch.Tensor,
     scores: torch.Tensor,
@@ -374,7 +499,7 @@ def select_coreset(
     forced:
         ``(n,)`` bool tokens always kept (sinks, window); trimmed to the newest ``budget`` if larger.
     block_size, pool_factor, energy_tol:
-        speed knobs (see :func:`pivoted_selection` and :func:`_candidate_pool`); 1, None and 0 are exact.
+        speed knobs (see :func:`pivoted_selection` and :func:`coreset_candidates`); 1, None and 0 are exact.
 
     Returns
     -------
@@ -382,57 +507,17 @@ def select_coreset(
     """
     if strategy not in RANK_STRATEGIES:
         raise ValueError(f"strategy must be one of {RANK_STRATEGIES}, got {strategy!r}")
-    batch, heads, n, dim = features.shape
-    if not 1 <= budget <= n:
-        raise ValueError(f"budget must be in [1, n={n}], got {budget}")
+    batch, heads, n, _ = features.shape
     if budget == n:
         return torch.arange(n, device=features.device).expand(batch, heads, n).contiguous()
-    forced = _forced_within_budget(forced, budget)
-    pool = _candidate_pool(features, forced, budget, pool_factor)  # (B, H, P)
-    features = features.gather(-2, pool.unsqueeze(-1).expand(-1, -1, -1, dim))
-    scores = scores.gather(-1, pool)
-    kept = forced[pool]
-    unit = features / features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    for round_ in range(pool.shape[-1]):  # rounds; "hybrid" needs one, "restart" one per ~D picks
-        per_head_need = budget - kept.sum(-1)
-        need = int(per_head_need.max())
-        if need <= 0:
-            break
-        # round 0 complements the forced tokens (a duplicate of one has no residual); a restart resets
-        # residuals to the full features, so duplicates of kept tokens must be excluded explicitly
-        duplicate = _near_duplicates_of(unit, kept, duplicate_cosine) if round_ else torch.zeros_like(kept)
-        picked, _ = pivoted_selection(
-            features,
-            need,
-            chosen=kept if round_ == 0 else None,
-            excluded=kept | duplicate,
-            block_size=block_size,
-            energy_tol=energy_tol,
-        )
-        picked = _cap_per_head(picked, per_head_need)
-        kept |= picked
-        if strategy == "hybrid" or not bool(picked.any()):
-            break
-    kept = _fill_by_score(kept, scores, budget, unit, duplicate_cosine)
-    chosen = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :budget]
-    return pool.gather(-1, chosen).sort(-1).values
-
-
-def _candidate_pool(
-    features: torch.Tensor, forced: torch.Tensor, budget: int, pool_factor: float | None
-) -> torch.Tensor:
-    """``(B, H, P)`` sorted indices: forced tokens plus the largest score-weighted feature energies.
-
-    ``P = ceil(pool_factor * budget)`` (all ``n`` tokens when ``pool_factor`` is None). Pivoting then costs
-    ``O(P k D)`` whatever the context length; a token outside the pool has less weighted energy than
-    ``P - budget`` unkept candidates, so the greedy would rarely reach it.
-    """
-    batch, heads, n, _ = features.shape
-    size = n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
-    if size == n:
-        return torch.arange(n, device=features.device).expand(batch, heads, n).contiguous()
-    energy = features.float().pow(2).sum(-1).masked_fill(forced, float("inf"))
-    return energy.topk(size, dim=-1).indices.sort(-1).values
+    candidates = coreset_candidates(features, scores, budget, forced, pool_factor)
+    return select_from_candidates(
+        candidates,
+        strategy=strategy,
+        duplicate_cosine=duplicate_cosine,
+        block_size=block_size,
+        energy_tol=energy_tol,
+    )
 
 
 def _forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:
@@ -445,12 +530,6 @@ def _forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:
     return trimmed
 
 
-def _cap_per_head(picked: torch.Tensor, need: torch.Tensor) -> torch.Tensor:
-    """Drop picks beyond each head's own need (after a restart, heads can need different counts)."""
-    rank = picked.long().cumsum(-1)
-    return picked & (rank <= need.unsqueeze(-1))
-
-
 def _near_duplicates_of(unit: torch.Tensor, kept: torch.Tensor, threshold: float) -> torch.Tensor:
     """``(B, H, n)`` bool: tokens whose unit feature has cosine >= threshold with some kept token."""
     if not bool(kept.any()):
@@ -461,15 +540,21 @@ def _near_duplicates_of(unit: torch.Tensor, kept: torch.Tensor, threshold: float
 
 
 def _fill_by_score(
-    kept: torch.Tensor, scores: torch.Tensor, budget: int, unit: torch.Tensor, threshold: float
+    kept: torch.Tensor,
+    scores: torch.Tensor,
+    budget: torch.Tensor,
+    unit: torch.Tensor,
+    threshold: float,
+    valid: torch.Tensor,
 ) -> torch.Tensor:
-    """Top up every head to ``budget`` by score; near-duplicates (of kept tokens or of a higher-scored
-    filler) go last, so they are used only once distinct tokens run out."""
-    need = budget - kept.sum(-1)
+    """Top up every head to its ``budget`` by score; near-duplicates (of kept tokens or of a
+    higher-scored filler) go last, so they are used only once distinct tokens run out."""
+    need = (budget - kept.sum(-1)).clamp_min(0)
     width = int(need.max())
     if width <= 0:
         return kept
-    key = (scores.double().clamp_min(0.0) + 1.0).masked_fill(kept, -1.0)  # > 0 ranks above kept ones
+    key = scores.double().clamp_min(0.0) + 1.0  # > 0.5: ranks above the demoted near-duplicates
+    key = key.masked_fill(kept, -1.0).masked_fill(~valid, -2.0)
     kept_unit, kept_valid = _gather_kept(unit, kept)
     earlier = torch.ones(width, width, dtype=torch.bool, device=unit.device).tril(-1)
     in_need = torch.arange(width, device=unit.device) < need.unsqueeze(-1)  # (B, H, width)
@@ -485,7 +570,7 @@ def _fill_by_score(
     order = torch.argsort(key, dim=-1, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
-    return kept | (rank < need.unsqueeze(-1))
+    return kept | ((rank < need.unsqueeze(-1)) & valid)
 
 
 def _gather_kept(unit: torch.Tensor, kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

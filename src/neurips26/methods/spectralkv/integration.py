@@ -34,12 +34,15 @@ from neurips26.core.config import param
 from neurips26.core.validation import check_choice
 from neurips26.methods.spectralkv.core import (
     RANK_STRATEGIES,
+    Candidates,
     allocate_layer_budgets,
     attention_concentration,
+    coreset_candidates,
     forced_token_mask,
     metric_features,
-    select_coreset,
+    select_from_candidates,
     select_topk,
+    stack_candidates,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
 from neurips26.zoo.press_eval import post_rope_queries, track_cache_bytes
@@ -239,15 +242,36 @@ class SpectralKVPress(BasePress):
     def _compress_pending(self, cache: Any, n: int, nominal: int, floor: int) -> None:
         order = sorted(self._pending)
         weights = [self._pending[i].concentration ** self.gamma for i in order]
-        budgets = self._water_fill(weights, n, nominal, floor)
-        for idx, budget in zip(order, budgets.tolist(), strict=True):
-            self._compress_layer(cache, idx, self._pending[idx], budget, n, nominal, floor)
+        budgets = self._water_fill(weights, n, nominal, floor).tolist()
+        if self.selector == "topk":
+            selections = [self.select(self._pending[i], b) for i, b in zip(order, budgets, strict=True)]
+        else:  # one batched pivoting pass over all layers: layers are stacked on the batch dim
+            stacked = stack_candidates(
+                [self._candidates(self._pending[i], b) for i, b in zip(order, budgets, strict=True)]
+            )
+            chosen = select_from_candidates(stacked, **self._pivoting_options())
+            rows = self._pending[order[0]].keys.shape[0]
+            selections = [chosen[k * rows : (k + 1) * rows, :, :b] for k, b in enumerate(budgets)]
+        for idx, budget, indices in zip(order, budgets, selections, strict=True):
+            self._write_selection(cache, idx, self._pending[idx], indices, n, nominal, floor, budget)
         self._pending = {}
 
     def _compress_layer(
         self, cache: Any, idx: int, analysis: _LayerAnalysis, budget: int, n: int, nominal: int, floor: int
     ) -> None:
-        indices = self.select(analysis, budget)
+        self._write_selection(cache, idx, analysis, self.select(analysis, budget), n, nominal, floor, budget)
+
+    def _write_selection(
+        self,
+        cache: Any,
+        idx: int,
+        analysis: _LayerAnalysis,
+        indices: torch.Tensor,
+        n: int,
+        nominal: int,
+        floor: int,
+        budget: int,
+    ) -> None:
         gather = indices.unsqueeze(-1).expand(-1, -1, -1, analysis.keys.shape[-1])
         keys = analysis.keys.gather(2, gather).contiguous()
         values = analysis.values.gather(2, gather).contiguous()
@@ -260,6 +284,14 @@ class SpectralKVPress(BasePress):
         forced = forced_token_mask(n, self.n_sink, self.window_size, device=analysis.keys.device)
         if self.selector == "topk":
             return select_topk(analysis.scores, budget, forced)
+        if budget == n:
+            return torch.arange(n, device=analysis.keys.device).expand(*analysis.scores.shape).contiguous()
+        return select_from_candidates(self._candidates(analysis, budget), **self._pivoting_options())
+
+    def _candidates(self, analysis: _LayerAnalysis, budget: int) -> Candidates:
+        """The layer's candidate pool in the metric-aligned, score-weighted joint feature space."""
+        n = analysis.keys.shape[2]
+        forced = forced_token_mask(n, self.n_sink, self.window_size, device=analysis.keys.device)
         observed = analysis.scores.masked_fill(forced, 0.0)  # the window's padded score is not attention
         features = metric_features(
             analysis.keys,
@@ -269,17 +301,15 @@ class SpectralKVPress(BasePress):
             scores=observed + observed.amax(-1, keepdim=True) * 1e-3,  # keep every token pickable
             score_power=self.score_power,
         )
-        return select_coreset(
-            features,
-            analysis.scores,
-            budget,
-            forced,
-            strategy=self.rank_strategy,
-            duplicate_cosine=self.duplicate_cosine,
-            block_size=self.block_size,
-            pool_factor=self.pool_factor,
-            energy_tol=self.energy_tol,
-        )
+        return coreset_candidates(features, analysis.scores, budget, forced, self.pool_factor)
+
+    def _pivoting_options(self) -> dict[str, Any]:
+        return {
+            "strategy": self.rank_strategy,
+            "duplicate_cosine": self.duplicate_cosine,
+            "block_size": self.block_size,
+            "energy_tol": self.energy_tol,
+        }
 
     def _record(self, idx: int, n: int, nominal: int, kept: list[int], forced: int, note: str) -> None:
         self.ledger.add(LayerRecord(idx, n, nominal, kept, forced, note))
