@@ -32,11 +32,11 @@ __all__ = ["EXPERIMENT", "OURS", "run_cell"]
 OURS = "spectralkv"
 ABLATIONS = {
     # name: (budget_mode, selector, rank_strategy)
-    "spectralkv": ("entropy", "coreset", "hybrid"),
-    "spectralkv-static": ("static", "coreset", "hybrid"),
-    "spectralkv-entropy-only": ("entropy", "topk", "hybrid"),
-    "spectralkv-coreset-only": ("uniform", "coreset", "hybrid"),
-    "spectralkv-restart": ("entropy", "coreset", "restart"),
+    "spectralkv": ("entropy", "coreset", "restart"),
+    "spectralkv-static": ("static", "coreset", "restart"),
+    "spectralkv-entropy-only": ("entropy", "topk", "restart"),
+    "spectralkv-coreset-only": ("uniform", "coreset", "restart"),
+    "spectralkv-hybrid": ("entropy", "coreset", "hybrid"),
 }
 COMPRESSING_BASELINES = tuple(b for b in BASELINES if b != "full-cache")
 

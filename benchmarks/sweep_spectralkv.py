@@ -1,0 +1,51 @@
+"""Design sweep for SpectralKV's free choices, on *train-split* windows (never the experiment's test data).
+
+    PYTHONPATH=src python benchmarks/sweep_spectralkv.py
+
+Attention-output error over the prefix for the decode queries (the experiment's ``fidelity_error``) on 4
+train-split windows of 2048 + 16 tokens of the zoo's tiny-llama, for score power beta in {1, 2, 4}, rank
+strategy hybrid / restart, and entropy vs uniform layer budgets, next to SnapKV and TOVA.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+from kvpress import SnapKVPress, TOVAPress
+
+from neurips26 import zoo
+from neurips26.methods.spectralkv import SpectralKVPress
+from neurips26.zoo.press_eval import compressed_prefill, decode_continuation, text_batch
+from neurips26.zoo.training import load_corpus_tokens
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    model, tokenizer = zoo.load("tiny-llama")
+    train = load_corpus_tokens(tokenizer, "train")
+    ids = text_batch(train.haystack.ids, np.random.default_rng(7), 4, 2048 + 16)
+
+    def fidelity(press: object) -> float:
+        prefill = compressed_prefill(model, ids[:, :2048], press, keep_full=True)
+        return float(decode_continuation(model, prefill, ids[:, 2048:], fidelity=True).fidelity_error or 0.0)
+
+    for keep in (0.5, 0.125, 0.0625):
+        ratio = 1 - keep
+        errors = {
+            "snapkv": fidelity(SnapKVPress(compression_ratio=ratio, window_size=32)),
+            "tova": fidelity(TOVAPress(compression_ratio=ratio)),
+        }
+        for beta, strategy, mode in itertools.product(
+            (1.0, 2.0, 4.0), ("hybrid", "restart"), ("entropy", "uniform")
+        ):
+            press = SpectralKVPress(ratio, score_power=beta, rank_strategy=strategy, budget_mode=mode)
+            errors[f"beta={beta:g} {strategy} {mode}"] = fidelity(press)
+        print(f"\n## keep {keep:g}\n| system | fidelity error |\n|---|---|")
+        for name, value in sorted(errors.items(), key=lambda kv: kv[1]):
+            print(f"| {name} | {value:.4f} |")
+
+
+if __name__ == "__main__":
+    main()
