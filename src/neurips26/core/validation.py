@@ -16,6 +16,12 @@ def check_positive(name: str, value: float, *, allow_zero: bool = False) -> None
         raise ValueError(f"{name} must be finite and {rule}, got {value!r}")
 
 
+def check_int(name: str, value: Any, minimum: int = 1) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) and ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
 def check_in_range(name: str, value: float, low: float, high: float) -> None:
     """Raise ``ValueError`` unless ``low <= value <= high``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neurips26.core.config import param
-from neurips26.core.validation import check_choice
+from neurips26.core.validation import check_choice, check_int
 
 MODELS = ("tiny-llama", "tiny-qwen3")
 PROBE_KINDS = ("kv", "passkey", "mqar")
@@ -47,17 +47,12 @@ class SpectralKVConfig:
             "text_batch",
             "redundancy_copies",
             "window_size",
-            "kernel_size",
-            "calibration_prompts",
-            "calibration_tokens",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("probe_samples", "n_sink"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            check_int(name, getattr(self, name))
+        for name in ("kernel_size", "calibration_prompts", "calibration_tokens"):
+            check_int(name, getattr(self, name))
+        check_int("probe_samples", self.probe_samples, 0)
+        check_int("n_sink", self.n_sink, 0)
         for kind in self.probe_kinds:
             check_choice("probe_kinds", kind, PROBE_KINDS)
         if any(not isinstance(c, int) or c < 128 for c in self.probe_contexts):

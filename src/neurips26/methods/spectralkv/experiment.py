@@ -203,10 +203,8 @@ def _retrieval(
 
 
 METRICS = (
-    Metric("continuation_ppl", "min", "", "perplexity of 64 tokens decoded after the compressed 2k prefix"),
-    Metric(
-        "fidelity_error", "min", "", "relative attention-output error for future queries, mean over layers"
-    ),
+    Metric("continuation_ppl", "min", "", "perplexity of the tokens decoded after the compressed 2k prefix"),
+    Metric("fidelity_error", "min", "", "attention-output error over the prefix for the decode queries"),
     Metric("redundancy_ppl", "min", "", "continuation perplexity on the repeated-passage set"),
     Metric(
         "near_dup_share", "min", "", "share of kept entries near-duplicating another kept one (cos >= 0.95)"
@@ -215,7 +213,7 @@ METRICS = (
     Metric("kv_acc", "max", "", "key->value probes"),
     Metric("passkey_acc", "max", "", "passkey probes"),
     Metric("mqar_acc", "max", "", "MQAR probes (last query)"),
-    Metric("peak_cache_mb", "min", "MiB", "most KV-cache bytes held during the prefill (batch of 4)"),
+    Metric("peak_cache_mb", "min", "MiB", "most KV-cache bytes held during the prefill (one batch)"),
     Metric("kept_fraction", "min", "", "kept entries / full cache, from the budget ledger"),
     Metric("budget_exact", "max", "", "1 when the ledger's total equals the nominal budget"),
     Metric("prefill_s", "min", "s", "wall time of the batched prefill under the press"),

@@ -31,7 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from neurips26.core.config import param
-from neurips26.core.validation import check_choice
+from neurips26.core.validation import check_choice, check_int
 from neurips26.methods.spectralkv.core import (
     RANK_STRATEGIES,
     Candidates,
@@ -131,11 +131,8 @@ class SpectralKVPress(BasePress):
         check_choice("selector", self.selector, SELECTORS)
         check_choice("rank_strategy", self.rank_strategy, RANK_STRATEGIES)
         for name in ("window_size", "kernel_size", "block_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if isinstance(self.n_sink, bool) or not isinstance(self.n_sink, int) or self.n_sink < 0:
-            raise ValueError(f"n_sink must be a non-negative integer, got {self.n_sink!r}")
+            check_int(name, getattr(self, name))
+        check_int("n_sink", self.n_sink, 0)
         if not 0 < self.layer_cap <= 1:
             raise ValueError(f"layer_cap must be in (0, 1], got {self.layer_cap!r}")
         if self.budget_mode == "static" and self.profile is None:
