@@ -57,6 +57,7 @@ __all__ = [
     "BLOCK_N",
     "TRITON_AVAILABLE",
     "causal_decode_mask",
+    "grid_roundings_triton",
     "interpreter_active",
     "snapmla_decode_triton",
 ]
@@ -68,9 +69,11 @@ _TINY_AMAX = 1e-12  # same rule as core.amax_scales: an all-zero row gets scale 
 
 def interpreter_active() -> bool:
     """True when this module's kernel was built in Triton's interpreter mode (``TRITON_INTERPRET=1``)."""
-    return TRITON_AVAILABLE and isinstance(
-        _snapmla_decode_kernel, triton.runtime.interpreter.InterpretedFunction
-    )
+    if not TRITON_AVAILABLE:
+        return False
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(_snapmla_decode_kernel, InterpretedFunction)
 
 
 if TRITON_AVAILABLE:
@@ -233,8 +236,34 @@ if TRITON_AVAILABLE:
         tl.store(out_ptr, normalised, mask=row_ok[:, None])
         tl.store(LSE + batch * stride_lb + split * stride_ls + rows, lse, mask=row_ok)
 
+    @triton.jit
+    def _grid_rounding_kernel(X, E4M3, BF16, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        inside = offsets < n
+        x = tl.load(X + offsets, mask=inside, other=0.0)
+        tl.store(E4M3 + offsets, _round_to_e4m3(x), mask=inside)
+        tl.store(BF16 + offsets, _round_to_bf16(x), mask=inside)
+
 else:  # pragma: no cover
     _snapmla_decode_kernel = None
+    _grid_rounding_kernel = None
+
+
+def grid_roundings_triton(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernel's integer-arithmetic roundings of fp32 ``x`` to the E4M3 and BF16 grids (as fp32).
+
+    For checking them against torch's casts (``x.to(torch.float8_e4m3fn)``, ``x.to(torch.bfloat16)``);
+    E4M3 inputs must lie in [-448, 448] (the kernel clamps before rounding).
+    """
+    if not TRITON_AVAILABLE:
+        raise ImportError("grid_roundings_triton needs triton: pip install 'triton>=3.4'")
+    if x.dtype != torch.float32:
+        raise TypeError(f"x must be float32, got {x.dtype}")
+    flat = x.contiguous().reshape(-1)
+    e4m3, bf16 = torch.empty_like(flat), torch.empty_like(flat)
+    block = 1024
+    _grid_rounding_kernel[(triton.cdiv(flat.numel(), block),)](flat, e4m3, bf16, flat.numel(), BLOCK=block)
+    return e4m3.reshape(x.shape), bf16.reshape(x.shape)
 
 
 def _check_inputs(
@@ -336,11 +365,11 @@ def snapmla_decode_triton(
     emulated_casts: round with integer arithmetic instead of native casts (None: on iff interpreter).
     num_warps: Triton launch option (GPU only).
     """
-    _check_inputs(q_content, q_rope, encoded, recipe)
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 1:
         raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
     if block_rows < 16 or block_rows & (block_rows - 1):
         raise ValueError(f"block_rows={block_rows} is not allowed; choose a power of two >= 16")
+    _check_inputs(q_content, q_rope, encoded, recipe)
     if emulated_casts is None:
         emulated_casts = interpreter_active()
     batch, heads, n_query, d_c = q_content.shape
