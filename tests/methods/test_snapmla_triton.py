@@ -77,6 +77,13 @@ def test_kernel_matches_reference_under_interpreter(interpreter_report: dict, ca
         assert row["packed_rows_identical"]
 
 
+def test_triton_kernel_inside_the_model_matches_reference(interpreter_report: dict) -> None:
+    model = interpreter_report["model"]
+    assert model["decode_steps"] >= 3
+    assert model["max_rel_logit_difference"] < AGREEMENT
+    assert model["tokens_equal"]
+
+
 def test_interpreter_report_covers_splits_queries_and_real_dims(interpreter_report: dict) -> None:
     rows = interpreter_report["cases"]
     assert any(r["num_splits"] > 1 for r in rows)
@@ -145,6 +152,24 @@ def test_bad_shapes_and_options_name_the_argument() -> None:
         snapmla_decode_triton(q_content, q_rope, encoded, 0.1, block_rows=24)
     with pytest.raises(ValueError, match="q_content and q_rope"):
         snapmla_decode_triton(q_content[0], q_rope, encoded, 0.1)
+
+
+def test_use_latent_mla_rejects_unknown_kernel_and_padding_masks() -> None:
+    from neurips26.methods.snapmla.integration import _require_causal_mask, use_latent_mla
+    from neurips26.testing.tiny_llms import tiny_deepseek_v3
+
+    model = tiny_deepseek_v3()
+    with (
+        pytest.raises(ValueError, match="kernel='cuda' is not allowed"),
+        use_latent_mla(model, SNAPMLA, kernel="cuda"),
+    ):
+        pass
+    _require_causal_mask(causal_decode_mask(2, 6), 2, 6)  # plain causal: accepted
+    _require_causal_mask(None, 1, 6)
+    padded = causal_decode_mask(2, 6)
+    padded[:, 0] = torch.finfo(torch.float32).min  # a left-padded sequence
+    with pytest.raises(ValueError, match="plain causal attention only"):
+        _require_causal_mask(padded, 2, 6)
 
 
 def test_causal_decode_mask_matches_decode_semantics() -> None:

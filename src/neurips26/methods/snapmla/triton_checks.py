@@ -28,7 +28,7 @@ from neurips26.methods.snapmla.triton_kernel import (
     snapmla_decode_triton,
 )
 
-__all__ = ["CASES", "KernelCase", "kernel_agreement", "rounding_agreement"]
+__all__ = ["CASES", "KernelCase", "kernel_agreement", "model_agreement", "rounding_agreement"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,40 @@ def rounding_agreement(device: str = "cpu", seed: int = 0) -> dict:
     }
 
 
+def model_agreement(
+    device: str = "cpu", prompt_tokens: int = 40, decode_steps: int = 3, seed: int = 0
+) -> dict:
+    """A tiny DeepSeek-V3 (random weights, d_c 32, d_r 16) run through ``use_latent_mla(..., SNAPMLA)``
+    with ``kernel="triton"`` and with ``kernel="reference"``: prefill, then greedy decode steps on a
+    :class:`LatentMLACache`. Returns the largest relative logit difference and whether the tokens agree."""
+    from neurips26.methods.snapmla.integration import LatentMLACache, use_latent_mla
+    from neurips26.testing.tiny_llms import tiny_deepseek_v3
+
+    model = tiny_deepseek_v3(seed=seed, qk_rope_head_dim=16).to(device)
+    generator = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, model.config.vocab_size, (1, prompt_tokens), generator=generator).to(device)
+    runs = {}
+    for kernel in ("reference", "triton"):
+        cache = LatentMLACache(model.config, SNAPMLA)
+        logits, tokens = [], prompt
+        with torch.no_grad(), use_latent_mla(model, SNAPMLA, kernel=kernel):
+            step = model(tokens, past_key_values=cache, use_cache=True).logits
+            for _ in range(decode_steps):
+                logits.append(step[:, -1])
+                next_token = step[:, -1:].argmax(-1)
+                tokens = torch.cat([tokens, next_token], dim=1)
+                step = model(next_token, past_key_values=cache, use_cache=True).logits
+        runs[kernel] = (torch.stack(logits), tokens)
+    reference, triton_run = runs["reference"], runs["triton"]
+    return {
+        "max_rel_logit_difference": float(
+            ((triton_run[0] - reference[0]).norm(dim=-1) / reference[0].norm(dim=-1)).max()
+        ),
+        "tokens_equal": bool(torch.equal(triton_run[1], reference[1])),
+        "decode_steps": decode_steps,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -161,6 +195,7 @@ def main() -> None:
     report = {
         "rounding": rounding_agreement(args.device),
         "cases": kernel_agreement(args.device, emulated_casts=emulated),
+        "model": model_agreement(args.device),
     }
     print(json.dumps(report))
 
