@@ -35,12 +35,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 AGREEMENT = 1e-5
 
 
-def _run_checks(*args: str, interpret: bool = True) -> dict:
+def _run_checks_on_gpu(*args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
-    else:
-        env.pop("TRITON_INTERPRET", None)
+    env.pop("TRITON_INTERPRET", None)
     completed = subprocess.run(
         [sys.executable, "-m", "neurips26.methods.snapmla.triton_checks", *args],
         env=env,
@@ -53,9 +50,39 @@ def _run_checks(*args: str, interpret: bool = True) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+README = SRC / "neurips26" / "methods" / "snapmla" / "README.md"
+# one interpreter subprocess for everything: the checks module's report plus the README's Triton snippet
+INTERPRETER_SCRIPT = f"""
+import json, re
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from neurips26.methods.snapmla import triton_checks
+snippet = re.findall(r"```python\\n(.*?)```", Path({str(README)!r}).read_text(), re.DOTALL)[1]
+namespace = {{}}
+exec(compile(snippet, "README.md", "exec"), namespace)
+report = {{
+    "rounding": triton_checks.rounding_agreement(),
+    "cases": triton_checks.kernel_agreement(),
+    "model": triton_checks.model_agreement(),
+    "readme_relative_error": float((namespace["out"] - namespace["ref"]).norm() / namespace["ref"].norm()),
+}}
+print(json.dumps(report))
+"""
+
+
 @pytest.fixture(scope="module")
 def interpreter_report() -> dict:
-    return _run_checks()
+    env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", "TRITON_INTERPRET": "1"}
+    completed = subprocess.run(
+        [sys.executable, "-c", INTERPRETER_SCRIPT], env=env, capture_output=True, text=True, timeout=240, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_readme_triton_snippet_runs_under_interpreter(interpreter_report: dict) -> None:
+    assert interpreter_report["readme_relative_error"] < AGREEMENT
 
 
 def test_emulated_roundings_equal_torch_casts(interpreter_report: dict) -> None:
@@ -190,10 +217,11 @@ def test_causal_decode_mask_matches_decode_semantics() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("native", [False, True], ids=["emulated_casts", "native_casts"])
 def test_kernel_matches_reference_on_gpu(native: bool) -> None:
-    report = _run_checks("--device", "cuda", *(["--native-casts"] if native else []), interpret=False)
+    report = _run_checks_on_gpu("--device", "cuda", *(["--native-casts"] if native else []))
     assert report["rounding"]["e4m3_mismatches"] == 0 and report["rounding"]["bf16_mismatches"] == 0
     for row in report["cases"]:
         assert row["finite"], row
         # GPU exp (ex2.approx) and FP8 MMA accumulation order differ from the CPU's; 1e-3 is still 10x
         # below the FP8 quantization error itself
         assert row["rel_error_vs_reference"] < 1e-3, row
+    assert report["model"]["max_rel_logit_difference"] < 1e-3
