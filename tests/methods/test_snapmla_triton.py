@@ -75,7 +75,12 @@ print(json.dumps(report))
 def interpreter_report() -> dict:
     env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", "TRITON_INTERPRET": "1"}
     completed = subprocess.run(
-        [sys.executable, "-c", INTERPRETER_SCRIPT], env=env, capture_output=True, text=True, timeout=240, check=False
+        [sys.executable, "-c", INTERPRETER_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.strip().splitlines()[-1])
