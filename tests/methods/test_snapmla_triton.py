@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("triton")
-
 from neurips26.methods.snapmla import FP32, RECIPES, SNAPMLA
 from neurips26.methods.snapmla.triton_checks import CASES
 from neurips26.methods.snapmla.triton_kernel import (
@@ -29,6 +27,10 @@ from neurips26.methods.snapmla.triton_kernel import (
     snapmla_decode_triton,
 )
 
+triton = pytest.importorskip("triton")  # the kernel module imports without it; these tests need it
+# Triton 3.4-3.6's interpreter fails on numpy 2 ("only 0-dimensional arrays can be converted to Python
+# scalars"); 3.7.1, 3.8.0 and 3.9.0 were checked to work
+INTERPRETER_WORKS = tuple(int(part) for part in triton.__version__.split(".")[:2]) >= (3, 7)
 SRC = Path(__file__).resolve().parents[2] / "src"
 # kernel vs reference: both use fp32 accumulators; they differ only in summation order and libm's exp,
 # which we measured at <= 2e-7 relative. 1e-5 leaves room for a rare flipped FP8 rounding of P.
@@ -73,6 +75,8 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def interpreter_report() -> dict:
+    if not INTERPRETER_WORKS:
+        pytest.skip(f"triton {triton.__version__}'s interpreter does not run on numpy 2; needs triton>=3.7")
     env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", "TRITON_INTERPRET": "1"}
     completed = subprocess.run(
         [sys.executable, "-c", INTERPRETER_SCRIPT],
