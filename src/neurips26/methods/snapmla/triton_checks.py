@@ -46,6 +46,7 @@ class KernelCase:
     num_splits: int = 1
     recipe: str = "snapmla"
     zero_tokens: int = 0  # leading cached tokens set to zero (scale-1 rule of amax_scales)
+    block_rows: int = 16  # query rows per program (64 is the GPU default: FP8 WGMMA tiles)
 
 
 CASES = (
@@ -56,6 +57,7 @@ CASES = (
     KernelCase("two_row_blocks", heads=10, n_query=2, n_tokens=100),
     KernelCase("zero_tokens", n_tokens=70, zero_tokens=5),
     KernelCase("dsv3_dims", heads=16, n_tokens=128, d_c=512, d_r=64, num_splits=2),
+    KernelCase("block_rows_64", heads=16, n_query=4, n_tokens=100, block_rows=64),
     KernelCase("bf16_recipe", batch=2, n_query=2, n_tokens=150, recipe="bf16"),
 )
 
@@ -98,7 +100,7 @@ def kernel_agreement(
         exact = decode_latent_attention(FP32, q_content, q_rope, FP32.encode(content, rope), scaling, mask)
         kernel = snapmla_decode_triton(
             q_content, q_rope, encoded, scaling, recipe=recipe, num_splits=case.num_splits,
-            emulated_casts=emulated_casts,
+            block_rows=case.block_rows, emulated_casts=emulated_casts,
         )  # fmt: skip
         row = {
             **asdict(case),
@@ -117,6 +119,7 @@ def kernel_agreement(
                 from_rows,
                 scaling,
                 num_splits=case.num_splits,
+                block_rows=case.block_rows,
                 emulated_casts=emulated_casts,
             )
             row["packed_rows_identical"] = bool(torch.equal(packed, kernel))

@@ -343,7 +343,7 @@ def snapmla_decode_triton(
     *,
     recipe: DecodeRecipe = SNAPMLA,
     num_splits: int = 1,
-    block_rows: int = 16,
+    block_rows: int | None = None,
     emulated_casts: bool | None = None,
     num_warps: int = 4,
 ) -> torch.Tensor:
@@ -361,13 +361,23 @@ def snapmla_decode_triton(
     scaling: softmax scale (1/sqrt(d_nope + d_r) in DeepSeek-V3).
     recipe: ``SNAPMLA`` (default) or ``RECIPES["bf16"]``.
     num_splits: KV splits run in parallel and merged by log-sum-exp (ours: 1 on CPU; more on long caches).
-    block_rows: query rows (heads x Tq) per program; a power of two >= 16 (``tl.dot``'s minimum).
+    block_rows: query rows (heads x Tq) per program; a power of two >= 16 (``tl.dot``'s minimum). None:
+        64 on CUDA when there are >= 64 rows (compiled for sm_90, only 64-row tiles become FP8 WGMMA;
+        16 and 32 become ``mma.sync`` on f16; see ``benchmarks/snapmla_triton_sm90_compile.py``), else 16.
     emulated_casts: round with integer arithmetic instead of native casts (None: on iff interpreter).
     num_warps: Triton launch option (GPU only).
     """
     if isinstance(num_splits, bool) or not isinstance(num_splits, int) or num_splits < 1:
         raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
-    if block_rows < 16 or block_rows & (block_rows - 1):
+    if block_rows is None:
+        rows = q_content.shape[1] * q_content.shape[2] if q_content.ndim == 4 else 0
+        block_rows = 64 if q_content.is_cuda and rows >= 64 else 16
+    if (
+        isinstance(block_rows, bool)
+        or not isinstance(block_rows, int)
+        or block_rows < 16
+        or block_rows & (block_rows - 1)
+    ):
         raise ValueError(f"block_rows={block_rows} is not allowed; choose a power of two >= 16")
     _check_inputs(q_content, q_rope, encoded, recipe)
     if emulated_casts is None:
