@@ -66,6 +66,7 @@ exec(compile(snippet, "README.md", "exec"), namespace)
 report = {{
     "rounding": triton_checks.rounding_agreement(),
     "cases": triton_checks.kernel_agreement(),
+    "merge": triton_checks.merge_agreement(),
     "model": triton_checks.model_agreement(),
     "readme_relative_error": float((namespace["out"] - namespace["ref"]).norm() / namespace["ref"].norm()),
 }}
@@ -111,6 +112,12 @@ def test_kernel_matches_reference_under_interpreter(interpreter_report: dict, ca
     if row["recipe"] == "snapmla":
         assert row["reference_rel_error_vs_fp32"] > 100 * row["rel_error_vs_reference"]
         assert row["packed_rows_identical"]
+
+
+def test_triton_split_merge_matches_torch_merge(interpreter_report: dict) -> None:
+    merge = interpreter_report["merge"]
+    assert merge["finite"] and merge["empty_row_zero"]
+    assert merge["rel_error"] < 1e-6
 
 
 def test_triton_kernel_inside_the_model_matches_reference(interpreter_report: dict) -> None:
@@ -234,3 +241,4 @@ def test_kernel_matches_reference_on_gpu(native: bool) -> None:
         # below the FP8 quantization error itself
         assert row["rel_error_vs_reference"] < 1e-3, row
     assert report["model"]["max_rel_logit_difference"] < 1e-3
+    assert report["merge"]["rel_error"] < 1e-5

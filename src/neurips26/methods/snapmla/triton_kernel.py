@@ -13,9 +13,9 @@ KV blocks:
 - ``s_P = amax_row(P') / 448`` and ``P8 = e4m3(P' / s_P)``: block-wise dynamic FP8 P;
 - ``o = o e^(m - m') + s_P (P8 . c8)`` (FP8 x FP8 -> fp32).
 
-Splits over the KV sequence are merged by their log-sum-exp (flash-decoding). Split boundaries are
-multiples of 64 tokens, so the P quantization blocks stay the reference's blocks. The query side
-(Fused-Q-Quant) and the split merge run in PyTorch in :func:`snapmla_decode_triton`.
+Splits over the KV sequence are merged by their log-sum-exp (flash-decoding) in a second Triton kernel.
+Split boundaries are multiples of 64 tokens, so the P quantization blocks stay the reference's blocks.
+The query side (Fused-Q-Quant) runs in PyTorch in :func:`snapmla_decode_triton`.
 
 **Interpreter mode.** The kernel runs on CPU tensors under Triton's interpreter when the environment
 variable ``TRITON_INTERPRET=1`` is set *before this module is imported*. The tests do this in a
@@ -33,7 +33,8 @@ On a GPU the default is off: native ``cvt`` casts (round-to-nearest-even, satura
 ``tl.dot``. Both paths compute the same numbers in exact arithmetic.
 ``benchmarks/gpu_check_snapmla_triton.py`` compares them on a GPU.
 
-Only numerics were checked, under the interpreter on CPU; no GPU timing has been measured.
+Only numerics were checked, under the interpreter on CPU. The kernel also compiles for sm_90 ahead of time
+(``benchmarks/snapmla_triton_sm90_compile.py``). It has never run on a GPU, so there is no GPU timing.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ __all__ = [
     "causal_decode_mask",
     "grid_roundings_triton",
     "interpreter_active",
+    "merge_splits_torch",
+    "merge_splits_triton",
     "snapmla_decode_triton",
 ]
 
@@ -237,6 +240,40 @@ if TRITON_AVAILABLE:
         tl.store(LSE + batch * stride_lb + split * stride_ls + rows, lse, mask=row_ok)
 
     @triton.jit
+    def _merge_splits_kernel(
+        O,  # (B, NSPLIT, R, D_C) split outputs, each normalised by its own l
+        LSE,  # (B, NSPLIT, R) split log-sum-exp (-inf: no visible token)
+        OUT,  # (B, R, D_C)
+        stride_ob,
+        stride_os,
+        stride_or,
+        stride_lb,
+        stride_ls,
+        stride_outb,
+        stride_outr,
+        num_splits,
+        D_C: tl.constexpr,
+        SPLITS: tl.constexpr,  # num_splits rounded up to a power of two
+    ):
+        """Flash-decoding merge: o = sum_s e^(lse_s - M) o_s / sum_s e^(lse_s - M), one program per row."""
+        batch = tl.program_id(0)
+        row = tl.program_id(1)
+        splits = tl.arange(0, SPLITS)
+        lse = tl.load(
+            LSE + batch * stride_lb + splits * stride_ls + row, mask=splits < num_splits, other=float("-inf")
+        )
+        top = tl.max(lse, axis=0)
+        top = tl.where(top == float("-inf"), 0.0, top)
+        total = tl.sum(tl.exp(lse - top), axis=0)
+        dc = tl.arange(0, D_C)
+        merged = tl.zeros([D_C], tl.float32)
+        for split in range(0, num_splits):
+            weight = tl.exp(tl.load(LSE + batch * stride_lb + split * stride_ls + row) - top)
+            merged += weight * tl.load(O + batch * stride_ob + split * stride_os + row * stride_or + dc)
+        merged = merged / tl.where(total > 0, total, 1.0)
+        tl.store(OUT + batch * stride_outb + row * stride_outr + dc, merged)
+
+    @triton.jit
     def _grid_rounding_kernel(X, E4M3, BF16, n, BLOCK: tl.constexpr):
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inside = offsets < n
@@ -246,6 +283,7 @@ if TRITON_AVAILABLE:
 
 else:  # pragma: no cover
     _snapmla_decode_kernel = None
+    _merge_splits_kernel = None
     _grid_rounding_kernel = None
 
 
@@ -324,8 +362,24 @@ def _check_inputs(
         )
 
 
-def _merge_splits(outputs: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
-    """Flash-decoding merge: o = sum_s e^(lse_s - M) o_s / sum_s e^(lse_s - M); (B, S, R, d) -> (B, R, d)."""
+def merge_splits_triton(outputs: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+    """The split merge as a Triton kernel (one launch): (B, S, R, d) outputs, (B, S, R) lse -> (B, R, d)."""
+    if outputs.shape[1] == 1:
+        return outputs[:, 0]
+    batch, n_splits, n_rows, d_c = outputs.shape
+    merged = torch.empty(batch, n_rows, d_c, device=outputs.device, dtype=torch.float32)
+    _merge_splits_kernel[(batch, n_rows)](
+        outputs, lse, merged,
+        outputs.stride(0), outputs.stride(1), outputs.stride(2), lse.stride(0), lse.stride(1),
+        merged.stride(0), merged.stride(1), n_splits,
+        D_C=d_c, SPLITS=triton.next_power_of_2(n_splits),
+    )  # fmt: skip
+    return merged
+
+
+def merge_splits_torch(outputs: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
+    """Flash-decoding merge in PyTorch (the oracle of :func:`merge_splits_triton`):
+    o = sum_s e^(lse_s - M) o_s / sum_s e^(lse_s - M); (B, S, R, d) -> (B, R, d)."""
     if outputs.shape[1] == 1:
         return outputs[:, 0]
     top = lse.amax(dim=1, keepdim=True)
@@ -445,7 +499,7 @@ def snapmla_decode_triton(
         EMULATED_CASTS=bool(emulated_casts),
         **launch,
     )
-    merged = _merge_splits(outputs, lse)
+    merged = merge_splits_triton(outputs, lse)
     return merged.reshape(batch, heads, n_query, d_c)
 
 
