@@ -7,9 +7,10 @@ The script exits with a message when CUDA is absent. Usage::
     PYTHONPATH=src python benchmarks/gpu_check_snapmla_triton.py [--tokens 4096 8192 16384 32768]
         [--batch 1] [--heads 128] [--out snapmla_gpu.json]
 
-1. Correctness: ``triton_checks`` on CUDA with emulated and with native casts. This covers every
-   E4M3/BF16 rounding vs torch's casts and kernel vs reference on the small cases. A DeepSeek-V3-shaped
-   case then compares native vs emulated casts and kernel vs the PyTorch reference.
+1. Correctness: ``triton_checks`` on CUDA with native casts (``--emulated``: also with the emulated casts,
+   which take minutes to compile). This covers every E4M3/BF16 rounding vs torch's casts and kernel vs
+   reference on the small cases. A DeepSeek-V3-shaped case at 4096 tokens then compares the kernel with
+   the PyTorch reference (and with the emulated casts).
 2. Timings at DeepSeek-V3 MLA dims (d_c 512, d_r 64, one new token per sequence), median of CUDA-event
    timings, and the bandwidth each one implies from the bytes of its cache:
 
@@ -68,12 +69,15 @@ def splits_for(batch: int, heads: int, block_rows: int, n_tokens: int) -> int:
     return max(1, min(math.ceil(n_tokens / 64), math.ceil(2 * sms / programs)))
 
 
-def correctness(heads: int) -> dict:
+def correctness(heads: int, emulated: bool) -> dict:
+    """Kernel vs reference on CUDA; ``emulated`` also runs the interpreter-style cast path (slow to compile:
+    on a loaded 2-core CPU each emulated variant took 1-3 minutes to compile for sm_90)."""
     report = {
         "rounding": rounding_agreement("cuda"),
-        "cases_emulated": kernel_agreement("cuda", emulated_casts=True),
         "cases_native": kernel_agreement("cuda", emulated_casts=False),
     }
+    if emulated:
+        report["cases_emulated"] = kernel_agreement("cuda", emulated_casts=True)
     generator = torch.Generator(device="cuda").manual_seed(0)
     q_content = torch.randn(2, heads, 1, D_C, device="cuda", generator=generator)
     q_rope = torch.randn(2, heads, 1, D_R, device="cuda", generator=generator)
@@ -82,12 +86,11 @@ def correctness(heads: int) -> dict:
     encoded = SNAPMLA.encode(content, rope)
     reference = decode_latent_attention(SNAPMLA, q_content, q_rope, encoded, SCALING)
     native = snapmla_decode_triton(q_content, q_rope, encoded, SCALING, num_splits=16, emulated_casts=False)
-    emulated = snapmla_decode_triton(q_content, q_rope, encoded, SCALING, num_splits=16, emulated_casts=True)
-    report["dsv3_4096"] = {
-        "native_vs_emulated_max_abs": float((native - emulated).abs().max()),
-        "native_vs_reference_rel": float((native - reference).norm() / reference.norm()),
-        "emulated_vs_reference_rel": float((emulated - reference).norm() / reference.norm()),
-    }
+    report["dsv3_4096"] = {"native_vs_reference_rel": float((native - reference).norm() / reference.norm())}
+    if emulated:
+        slow = snapmla_decode_triton(q_content, q_rope, encoded, SCALING, num_splits=16, emulated_casts=True)
+        report["dsv3_4096"]["native_vs_emulated_max_abs"] = float((native - slow).abs().max())
+        report["dsv3_4096"]["emulated_vs_reference_rel"] = float((slow - reference).norm() / reference.norm())
     return report
 
 
@@ -206,6 +209,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=128)
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument(
+        "--emulated",
+        action="store_true",
+        help="also cross-check the emulated-cast path (minutes of compiling)",
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -217,7 +225,7 @@ def main() -> None:
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
         "triton": triton.__version__,
-        "correctness": correctness(args.heads),
+        "correctness": correctness(args.heads, args.emulated),
     }
     print(json.dumps(report["correctness"]["rounding"]), json.dumps(report["correctness"]["dsv3_4096"]))
     worst = max(r["rel_error_vs_reference"] for r in report["correctness"]["cases_native"])
