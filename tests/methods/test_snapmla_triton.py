@@ -231,9 +231,9 @@ def test_causal_decode_mask_matches_decode_semantics() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("native", [False, True], ids=["emulated_casts", "native_casts"])
-def test_kernel_matches_reference_on_gpu(native: bool) -> None:
-    report = _run_checks_on_gpu("--device", "cuda", *(["--native-casts"] if native else []))
+@pytest.mark.parametrize("emulated", [False, True], ids=["native_casts", "emulated_casts"])
+def test_kernel_matches_reference_on_gpu(emulated: bool) -> None:
+    report = _run_checks_on_gpu("--device", "cuda", *(["--emulated-casts"] if emulated else []))
     assert report["rounding"]["e4m3_mismatches"] == 0 and report["rounding"]["bf16_mismatches"] == 0
     for row in report["cases"]:
         assert row["finite"], row

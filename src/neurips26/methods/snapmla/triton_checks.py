@@ -218,11 +218,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument(
-        "--native-casts", action="store_true", help="GPU only: native cvt instead of emulated"
+        "--emulated-casts", action="store_true", help="GPU: the interpreter's integer-arithmetic roundings"
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
-    emulated = False if args.native_casts else None
+    emulated = True if args.emulated_casts else None  # None: emulated iff interpreter, native on a GPU
     report = {
         "rounding": rounding_agreement(args.device),
         "cases": kernel_agreement(args.device, emulated_casts=emulated),
