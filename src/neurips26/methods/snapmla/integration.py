@@ -176,6 +176,20 @@ def _additive_mask(
     return torch.zeros(n_query, total, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
 
 
+def _require_causal_mask(mask: torch.Tensor | None, n_query: int, total: int) -> None:
+    """The Triton kernel builds the causal decode mask in; any other mask (padding) is refused."""
+    if mask is None:
+        return
+    positions = torch.arange(total, device=mask.device)
+    causal = positions[None, :] <= (total - n_query + torch.arange(n_query, device=mask.device))[:, None]
+    visible = mask > -1e30  # -inf or the dtype's minimum
+    if not bool((visible == causal).all()):
+        raise ValueError(
+            "kernel='triton' supports plain causal attention only (no padding or custom masks); "
+            "use kernel='reference' for this batch"
+        )
+
+
 def _shadow_latent_cache(module: torch.nn.Module, host: Cache, recipe: DecodeRecipe) -> LatentMLACache:
     """The latent store riding on a cache that transformers created itself (e.g. ``DynamicCache`` in
     ``generate`` or a plain forward): the host keeps one-wide placeholders per token so that its
@@ -245,24 +259,37 @@ def latent_mla_forward(
         capture.append(
             {"q_content": q_latent, "q_rope": q_rot.float(), "content": latent.float(), "rope": k_rot.float()}
         )
-    o_latent = decode_latent_attention(recipe, q_latent, q_rot, encoded, self.scaling, mask)
+    if getattr(self, "_snapmla_kernel", "reference") == "triton":
+        from neurips26.methods.snapmla.triton_kernel import snapmla_decode_triton
+
+        _require_causal_mask(mask, n_query, encoded.num_tokens)
+        o_latent = snapmla_decode_triton(q_latent, q_rot, encoded, self.scaling, recipe=recipe)
+    else:
+        o_latent = decode_latent_attention(recipe, q_latent, q_rot, encoded, self.scaling, mask)
     out = project_latent_output(o_latent, w_uv.float()).to(hidden_states.dtype)
     out = out.transpose(1, 2).reshape(batch, n_query, heads * self.v_head_dim)
     return self.o_proj(out), None
 
 
 @contextlib.contextmanager
-def use_latent_mla(model: torch.nn.Module, recipe: DecodeRecipe) -> Iterator[torch.nn.Module]:
+def use_latent_mla(
+    model: torch.nn.Module, recipe: DecodeRecipe, *, kernel: str = "reference"
+) -> Iterator[torch.nn.Module]:
     """Run ``model``'s MLA attentions through :func:`latent_mla_forward` with ``recipe`` inside the block.
 
-    Raises TypeError for a model without MLA attention. The original ``forward`` methods are restored on
-    exit, even after an exception.
+    ``kernel="reference"`` (default) runs the PyTorch reference; ``kernel="triton"`` the Triton decode
+    kernel (CUDA tensors, or CPU tensors under ``TRITON_INTERPRET=1``; SnapMLA and BF16 recipes; causal
+    masks only). Raises TypeError for a model without MLA attention. The original ``forward`` methods are
+    restored on exit, even after an exception.
     """
     if not isinstance(recipe, DecodeRecipe):
         raise TypeError(f"recipe must be a DecodeRecipe, got {type(recipe).__name__}")
+    if kernel not in ("reference", "triton"):
+        raise ValueError(f"kernel={kernel!r} is not allowed; choose 'reference' or 'triton'")
     modules = mla_attention_modules(model)
     for module in modules:
         module._snapmla_recipe = recipe
+        module._snapmla_kernel = kernel
         module.forward = types.MethodType(latent_mla_forward, module)
     try:
         yield model
@@ -270,6 +297,7 @@ def use_latent_mla(model: torch.nn.Module, recipe: DecodeRecipe) -> Iterator[tor
         for module in modules:
             del module.forward  # the instance attribute shadowed the class's forward
             del module._snapmla_recipe
+            del module._snapmla_kernel
 
 
 @torch.no_grad()
