@@ -127,6 +127,20 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _mixture_text(mixture: dict[str, float]) -> str:
+    total = sum(mixture.values())
+    return ", ".join(f"{kind} {weight / total:.0%}" for kind, weight in mixture.items() if weight > 0)
+
+
+def _phase_mixtures(phases: list[dict]) -> str:
+    own = [p for p in phases if p.get("mixture")]
+    if not own:
+        return ""
+    return "; except " + "; ".join(
+        f"the {p['seq_len']}-token phase: {_mixture_text(p['mixture'])}" for p in own
+    )
+
+
 def write_model_card(name: str, evaluation: dict[str, Any], path: str | Path | None = None) -> Path:
     """Write ``evaluation.json``, ``loss_curve.png`` and ``MODEL_CARD.md`` next to the checkpoint."""
     directory = Path(path) if path is not None else checkpoint_dir(name)
@@ -194,10 +208,11 @@ The CPython {meta.get("python_version", platform.python_version())} standard-lib
 machine (`neurips26.data.text`, `test`/`tests`/`site-packages` folders excluded), split by a hash of each
 file's path: 90% train, 10% held-out. Debian's Python documentation is not installed on the build machine,
 so there is no English-prose corpus beyond the docstrings and comments in the code.
-Training sequences mix plain code ({train_cfg["mixture"]["text"]:.0%}) with retrieval probes spliced into
-code (`neurips26.data.probes`): key->value bindings ({train_cfg["mixture"]["kv"]:.0%}), passkey
-({train_cfg["mixture"]["passkey"]:.0%}) and MQAR with power-law query gaps
-({train_cfg["mixture"]["mqar"]:.0%}); answer tokens weigh {train_cfg["answer_weight"]}x in the loss.
+Training sequences are drawn from a mixture (`neurips26.zoo.training.build_batch`): plain code (`text`),
+a code chunk and its exact copy (`repeat`), random tokens repeated with a random period (`randrep`, the pure
+copying/induction signal) and retrieval probes spliced into code (`neurips26.data.probes`): key->value
+bindings (`kv`), passkey and MQAR with power-law query gaps; answer tokens weigh {train_cfg["answer_weight"]}x
+in the loss. Mixture weights: {_mixture_text(train_cfg["mixture"])}{_phase_mixtures(train_cfg["phases"])}.
 
 ## Training
 Reproduce with `neurips26 zoo train {name}` (deterministic with one torch thread; a test checks the first

@@ -16,19 +16,36 @@ from neurips26.core.config import param
 __all__ = ["MODEL_SPECS", "ModelSpec", "Phase", "TrainConfig", "get_spec", "known_names"]
 
 
+MIXTURE_KINDS = ("text", "repeat", "randrep", "kv", "passkey", "mqar")
+
+
+def _check_mixture(owner: str, mixture: dict[str, float]) -> None:
+    unknown = set(mixture) - set(MIXTURE_KINDS)
+    if unknown or not mixture or any(v < 0 for v in mixture.values()) or sum(mixture.values()) <= 0:
+        raise ValueError(
+            f"{owner} must map some of {'/'.join(MIXTURE_KINDS)} to weights >= 0 (not all 0), got {mixture!r}"
+        )
+
+
 @dataclass(frozen=True)
 class Phase:
-    """One stage of the length curriculum: ``steps`` optimizer steps of ``batch`` x ``seq_len`` tokens."""
+    """One stage of the curriculum: ``steps`` optimizer steps of ``batch`` x ``seq_len`` tokens.
+
+    ``mixture`` (optional) replaces the recipe's mixture during this phase.
+    """
 
     seq_len: int
     batch: int
     steps: int
+    mixture: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         for name in ("seq_len", "batch", "steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"Phase.{name} must be a positive int, got {value!r}")
+        if self.mixture is not None:
+            _check_mixture("Phase.mixture", self.mixture)
 
 
 def _default_phases() -> list[Phase]:
@@ -66,12 +83,7 @@ class TrainConfig:
             raise ValueError("TrainConfig.phases must hold at least one phase")
         for p in self.phases:
             Phase(**p)
-        unknown = set(self.mixture) - {"text", "repeat", "kv", "passkey", "mqar"}
-        if unknown or not self.mixture or any(v < 0 for v in self.mixture.values()):
-            raise ValueError(
-                "TrainConfig.mixture must map text/repeat/kv/passkey/mqar to weights >= 0, "
-                f"got {self.mixture!r}"
-            )
+        _check_mixture("TrainConfig.mixture", self.mixture)
         if not 0 < self.learning_rate < 1:
             raise ValueError(f"TrainConfig.learning_rate must be in (0, 1), got {self.learning_rate!r}")
 

@@ -94,14 +94,16 @@ def build_batch(
     cfg: TrainConfig,
     seq_len: int,
     batch: int,
+    mixture: dict[str, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``batch`` sequences of ``seq_len`` tokens drawn from the mixture; returns ids, target weights, kinds.
 
     ``weights[b, t]`` weighs the loss of predicting ``ids[b, t]``; probe answer tokens get
-    ``cfg.answer_weight``, the rest 1.
+    ``cfg.answer_weight``, the rest 1. ``mixture`` (a phase's own) overrides ``cfg.mixture``.
     """
-    kinds = list(cfg.mixture)
-    probs = np.array([cfg.mixture[k] for k in kinds], dtype=np.float64)
+    mixture = mixture or cfg.mixture
+    kinds = list(mixture)
+    probs = np.array([mixture[k] for k in kinds], dtype=np.float64)
     probs /= probs.sum()
     ids = np.zeros((batch, seq_len), dtype=np.int64)
     weights = np.ones((batch, seq_len), dtype=np.float32)
@@ -112,6 +114,8 @@ def build_batch(
             sample = ProbeSample(data.haystack.window(rng, seq_len), [], "text")
         elif kind == "repeat":
             sample = _repeat_sample(data, rng, seq_len)
+        elif kind == "randrep":
+            sample = _random_repeat_sample(data, rng, seq_len, len(tokenizer))
         else:
             kwargs = _probe_kwargs(kind, seq_len, rng, cfg)
             if kind != "passkey":
@@ -135,6 +139,23 @@ def _repeat_sample(data: CorpusTokens, rng: np.random.Generator, seq_len: int) -
     gap = data.haystack.window(rng, seq_len - 2 * chunk)
     ids = first + gap + first
     return ProbeSample(ids, [(len(first) + len(gap) + 1, len(ids))], "repeat")
+
+
+def _random_repeat_sample(
+    data: CorpusTokens, rng: np.random.Generator, seq_len: int, vocab_size: int
+) -> ProbeSample:
+    """A chunk of uniformly random tokens repeated periodically over the whole sequence.
+
+    Random tokens can only be predicted by copying from the previous period, so every token after the
+    first period is an induction-head target. The period is log-uniform in ``[2, seq_len / 2]``: short
+    periods give the strong, local signal that grows previous-token and copying heads within a few
+    hundred steps (a period-64 task alone leaves a 4-layer model on its loss plateau for > 300 steps);
+    long periods carry the copy across the whole context.
+    """
+    period = int(np.exp(rng.uniform(np.log(2), np.log(max(3, seq_len // 2)))))
+    chunk = rng.integers(1, vocab_size, size=period)
+    ids = np.resize(chunk, seq_len).tolist()
+    return ProbeSample(ids, [(period + 1, seq_len)], "randrep")
 
 
 def _learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -226,7 +247,9 @@ def train_model(
         for _ in range(phase["steps"]):
             if step >= limit:
                 break
-            ids_np, w_np, _kinds = build_batch(tokenizer, data, rng, cfg, phase["seq_len"], phase["batch"])
+            ids_np, w_np, _kinds = build_batch(
+                tokenizer, data, rng, cfg, phase["seq_len"], phase["batch"], phase.get("mixture")
+            )
             ids = torch.from_numpy(ids_np)
             weights = torch.from_numpy(w_np)
             lr = _learning_rate(step, cfg)
