@@ -177,6 +177,17 @@ def evaluate(model: torch.nn.Module, reference: torch.nn.Module, ids: torch.Tens
     return {"perplexity": math.exp(total / count), "agreement": agree / count}
 
 
+_FP_PERPLEXITY: dict[tuple, float] = {}
+
+
+def full_precision_perplexity(task: LanguageTask, config: ScaleBitsExperimentConfig) -> float:
+    """The reference perplexity, computed once per task and evaluation window (every cell reports it)."""
+    key = (id(task), config.sequence_length, config.eval_tokens)
+    if key not in _FP_PERPLEXITY:
+        _FP_PERPLEXITY[key] = evaluate(task.model, task.model, task.heldout_ids, config)["perplexity"]
+    return _FP_PERPLEXITY[key]
+
+
 def _scalebits_config(config: ScaleBitsExperimentConfig, recipe: Recipe, target: float) -> ScaleBitsConfig:
     return ScaleBitsConfig(
         avg_bits=target,
@@ -324,7 +335,7 @@ def run(
         model, report, seconds = quantize_baseline(recipe, config, task, seed)
         rounds = 0
     metrics = evaluate(model, task.model, task.heldout_ids, config)
-    fp = evaluate(task.model, task.model, task.heldout_ids, config)["perplexity"]
+    fp = full_precision_perplexity(task, config)
     return {
         **metrics,
         "fp_perplexity": fp,
@@ -397,7 +408,7 @@ EXPERIMENT = Experiment(
     profiles={
         "smoke": Profile(
             "smoke",
-            budget_s=40,
+            budget_s=60,
             seeds=1,
             overrides={
                 "fallback_steps": 30,
