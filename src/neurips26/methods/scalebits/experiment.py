@@ -157,35 +157,57 @@ def calibration_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> to
     return torch.stack([ids[s : s + length] for s in starts.tolist()])
 
 
-def evaluate(model: torch.nn.Module, reference: torch.nn.Module, ids: torch.Tensor, config: Any) -> dict:
-    """Held-out perplexity and next-token top-1 agreement with the full-precision model."""
+def evaluation_windows(ids: torch.Tensor, config: Any) -> torch.Tensor:
+    """The held-out token windows ``(n_windows, sequence_length)`` every system is evaluated on."""
     length = config.sequence_length
     n_windows = max(1, min(len(ids) // length, config.eval_tokens // length))
-    windows = ids[: n_windows * length].reshape(n_windows, length)
+    return ids[: n_windows * length].reshape(n_windows, length)
+
+
+def evaluate(
+    model: torch.nn.Module, reference: torch.nn.Module | torch.Tensor, ids: torch.Tensor, config: Any
+) -> dict:
+    """Held-out perplexity and next-token top-1 agreement with the full-precision model.
+
+    ``reference`` is the full-precision model or its precomputed top-1 predictions
+    ``(n_windows, sequence_length - 1)`` on the same windows (see :func:`reference_predictions`).
+    """
+    windows = evaluation_windows(ids, config)
     total, agree, count = 0.0, 0, 0
     with torch.no_grad():
-        for batch in windows.split(8):
+        for index, batch in zip(range(0, len(windows), 8), windows.split(8), strict=True):
             logits = model(input_ids=batch).logits[:, :-1].float()
-            ref = reference(input_ids=batch).logits[:, :-1]
+            if isinstance(reference, torch.Tensor):
+                predicted = reference[index : index + len(batch)]
+            else:
+                predicted = reference(input_ids=batch).logits[:, :-1].argmax(-1)
             total += float(
                 torch.nn.functional.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1), reduction="sum"
                 )
             )
-            agree += int((logits.argmax(-1) == ref.argmax(-1)).sum())
+            agree += int((logits.argmax(-1) == predicted).sum())
             count += batch[:, 1:].numel()
     return {"perplexity": math.exp(total / count), "agreement": agree / count}
 
 
-_FP_PERPLEXITY: dict[tuple, float] = {}
+_REFERENCE: dict[tuple, tuple[torch.Tensor, float]] = {}
 
 
-def full_precision_perplexity(task: LanguageTask, config: ScaleBitsExperimentConfig) -> float:
-    """The reference perplexity, computed once per task and evaluation window (every cell reports it)."""
+def reference_predictions(
+    task: LanguageTask, config: ScaleBitsExperimentConfig
+) -> tuple[torch.Tensor, float]:
+    """The full-precision model's top-1 predictions and perplexity, once per task and evaluation windows."""
     key = (id(task), config.sequence_length, config.eval_tokens)
-    if key not in _FP_PERPLEXITY:
-        _FP_PERPLEXITY[key] = evaluate(task.model, task.model, task.heldout_ids, config)["perplexity"]
-    return _FP_PERPLEXITY[key]
+    if key not in _REFERENCE:
+        windows = evaluation_windows(task.heldout_ids, config)
+        with torch.no_grad():
+            predicted = torch.cat(
+                [task.model(input_ids=batch).logits[:, :-1].argmax(-1) for batch in windows.split(8)]
+            )
+        perplexity = evaluate(task.model, predicted, task.heldout_ids, config)["perplexity"]
+        _REFERENCE[key] = (predicted, perplexity)
+    return _REFERENCE[key]
 
 
 def _scalebits_config(config: ScaleBitsExperimentConfig, recipe: Recipe, target: float) -> ScaleBitsConfig:
@@ -334,8 +356,8 @@ def run(
     else:
         model, report, seconds = quantize_baseline(recipe, config, task, seed)
         rounds = 0
-    metrics = evaluate(model, task.model, task.heldout_ids, config)
-    fp = full_precision_perplexity(task, config)
+    predicted, fp = reference_predictions(task, config)
+    metrics = evaluate(model, predicted, task.heldout_ids, config)
     return {
         **metrics,
         "fp_perplexity": fp,
