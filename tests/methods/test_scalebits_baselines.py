@@ -96,6 +96,20 @@ def test_gptq_dead_input_columns_are_zeroed() -> None:
     )
 
 
+def test_gptq_stages_follow_the_forward_order_and_shared_inputs(llama, tokens) -> None:
+    from neurips26.methods.scalebits.gptq import accumulate_hessians
+
+    remaining = dict(select_linears(llama, lambda m, n: "lm_head" not in n))
+    stages = []
+    while remaining:
+        _, stage = accumulate_hessians(llama, remaining, tokens, 4)
+        stages.append([name.rsplit(".", 1)[-1] for name in stage])
+        for name in stage:
+            remaining.pop(name)
+    block = [["q_proj", "k_proj", "v_proj"], ["o_proj"], ["gate_proj", "up_proj"], ["down_proj"]]
+    assert stages == block + block
+
+
 def test_uniform_gptq_has_rtn_ledger_and_beats_rtn_on_the_calibration_loss(llama, tokens) -> None:
     rtn_model, gptq_model = copy.deepcopy(llama), copy.deepcopy(llama)
     rtn = quantize_(rtn_model, UniformRTNConfig(bits=2, tile=TILE, group_size=GROUP))

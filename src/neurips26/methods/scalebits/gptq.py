@@ -170,12 +170,14 @@ def accumulate_hessians(
     """
     hessians = {name: torch.zeros(layer.in_features, layer.in_features) for name, layer in layers.items()}
     counts = dict.fromkeys(layers, 0)
-    calls: list[tuple[str, int]] = []
+    first_calls: list[tuple[str, torch.Tensor]] = []  # holding the inputs keeps them alive and distinct
+    recording = True
 
     def hook(name: str):
         def record(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
             x = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).float()
-            calls.append((name, inputs[0].data_ptr()))
+            if recording:
+                first_calls.append((name, inputs[0]))
             counts[name] += x.shape[0]
             hessians[name] += 2.0 * x.T @ x
 
@@ -184,17 +186,15 @@ def accumulate_hessians(
     handles = [layer.register_forward_pre_hook(hook(name)) for name, layer in layers.items()]
     try:
         with torch.no_grad():
-            for index, batch in enumerate(calibration.split(micro_batch)):
-                start = len(calls)
+            for batch in calibration.split(micro_batch):
                 model(input_ids=batch)
-                if index == 0:
-                    first_calls = calls[start:]
+                recording = False
     finally:
         for handle in handles:
             handle.remove()
     stage = [first_calls[0][0]]
-    for name, pointer in first_calls[1:]:
-        if pointer != first_calls[0][1] or name in stage:
+    for name, tensor in first_calls[1:]:
+        if tensor is not first_calls[0][1] or name in stage:  # the same tensor object, not a reused address
             break
         stage.append(name)
     return {name: hessians[name] / max(counts[name], 1) for name in layers}, stage
