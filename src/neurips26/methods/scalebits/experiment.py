@@ -443,7 +443,7 @@ EXPERIMENT = Experiment(
             },
             grid={"avg_bits": [2.75]},
         ),
-        "default": Profile("default", budget_s=600, seeds=2, grid=GRID),
+        "default": Profile("default", budget_s=1200, seeds=2, grid=GRID),
         "full": Profile(
             "full",
             budget_s=3600,
