@@ -100,6 +100,7 @@ class ScaleBitsExperimentConfig:
     fallback_steps: int = param(300, "ours: in-process tiny Llama when the zoo checkpoint is missing")
     fallback_hidden: int = param(128, "ours: d=128, 2 layers, vocab 256 (bytes)")
     pad: bool = param(True, "ours: the zoo model's intermediate size 688 is not a multiple of 64")
+    hutchinson_samples: int = param(16, "ours: HAWQ baseline's Hessian-trace probes (HAWQ-V2 uses ~200)")
 
     def __post_init__(self) -> None:
         ScaleBitsConfig(
@@ -118,5 +119,6 @@ class ScaleBitsExperimentConfig:
             "eval_tokens",
             "fallback_steps",
             "fallback_hidden",
+            "hutchinson_samples",
         ):
             _check_positive_int(name, getattr(self, name))

@@ -188,10 +188,13 @@ def layer_ledger(
     tile_bits: torch.Tensor,
     permutation_length: int = 0,
     n_weights: int | None = None,
+    float_zeros: bool = False,
 ) -> BitLedger:
     """The exact ledger of one layer stored in the ScaleBITS packed format.
 
     ``shape`` is the stored (padded) shape; ``n_weights`` the real weight count (default: all of it).
+    ``float_zeros`` stores one float16 zero point per group (HQQ's native format) instead of an integer
+    zero at the tile's bit-width.
     """
     rows, cols = shape
     tile_elements = tile[0] * tile[1]
@@ -200,8 +203,10 @@ def layer_ledger(
     for bits in bit_set:
         n_tiles = int((tile_bits == bits).sum())
         streams[f"codes_{bits}"] = n_tiles * tile_elements * bits
-        streams[f"zeros_{bits}"] = n_tiles * tile_groups * bits
+        streams[f"zeros_{bits}"] = 0 if float_zeros else n_tiles * tile_groups * bits
     streams["scales"] = SCALE_BITS * rows * cols // group_size
+    if float_zeros:
+        streams["zeros_fp16"] = SCALE_BITS * rows * cols // group_size
     streams["tile_ids"] = tile_bits.numel() * index_bits(len(bit_set))
     streams["permutation"] = permutation_length * index_bits(permutation_length)
     return BitLedger(n_weights if n_weights is not None else rows * cols, streams)

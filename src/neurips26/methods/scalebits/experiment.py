@@ -19,9 +19,18 @@ import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import config_hash
-from neurips26.methods.scalebits.baselines import UniformRTNConfig, quantize_random
+from neurips26.methods.scalebits.baselines import (
+    GPTQConfig,
+    HAWQConfig,
+    HQQConfig,
+    UniformRTNConfig,
+    apply_layer_bits,
+    hawq_allocation,
+    quantize_gptq_allocation,
+    quantize_random,
+    uniform_ledger_bits,
+)
 from neurips26.methods.scalebits.config import ScaleBitsConfig, ScaleBitsExperimentConfig
-from neurips26.methods.scalebits.core import SCALE_BITS, index_bits, padded_shape, tile_variable_bits
 from neurips26.methods.scalebits.integration import (
     ModelAllocation,
     apply_allocation,
@@ -40,9 +49,10 @@ class Recipe:
     """One system: how its allocation is chosen."""
 
     name: str
-    kind: str  # "scalebits", "rtn", "random"
+    kind: str  # "scalebits", "rtn", "gptq", "hqq", "hawq", "random"
     sensitivity: str = "dynamic"
     reorder: str = "folded"
+    quantizer: str = "rtn"  # how a ScaleBITS allocation is rounded: "rtn" or "gptq"
 
 
 RECIPES = {
@@ -51,6 +61,10 @@ RECIPES = {
     "scalebits_no_reorder": Recipe("scalebits_no_reorder", "scalebits", reorder="none"),
     "random_allocation": Recipe("random_allocation", "random"),
     "uniform_rtn": Recipe("uniform_rtn", "rtn"),
+    "uniform_gptq": Recipe("uniform_gptq", "gptq"),
+    "uniform_hqq": Recipe("uniform_hqq", "hqq"),
+    "hawq_layerwise": Recipe("hawq_layerwise", "hawq"),
+    "scalebits_gptq": Recipe("scalebits_gptq", "scalebits", quantizer="gptq"),
 }
 
 
@@ -65,6 +79,7 @@ class LanguageTask:
 
 _TASKS: dict[str, LanguageTask] = {}
 _ALLOCATIONS: dict[tuple, tuple[ModelAllocation, torch.nn.Module, float]] = {}
+_TRACES: dict[tuple, tuple[dict[str, float], float]] = {}
 
 
 def _stdlib_bytes(modules: tuple[str, ...]) -> torch.Tensor:
@@ -142,24 +157,57 @@ def calibration_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> to
     return torch.stack([ids[s : s + length] for s in starts.tolist()])
 
 
-def evaluate(model: torch.nn.Module, reference: torch.nn.Module, ids: torch.Tensor, config: Any) -> dict:
-    """Held-out perplexity and next-token top-1 agreement with the full-precision model."""
+def evaluation_windows(ids: torch.Tensor, config: Any) -> torch.Tensor:
+    """The held-out token windows ``(n_windows, sequence_length)`` every system is evaluated on."""
     length = config.sequence_length
     n_windows = max(1, min(len(ids) // length, config.eval_tokens // length))
-    windows = ids[: n_windows * length].reshape(n_windows, length)
+    return ids[: n_windows * length].reshape(n_windows, length)
+
+
+def evaluate(
+    model: torch.nn.Module, reference: torch.nn.Module | torch.Tensor, ids: torch.Tensor, config: Any
+) -> dict:
+    """Held-out perplexity and next-token top-1 agreement with the full-precision model.
+
+    ``reference`` is the full-precision model or its precomputed top-1 predictions
+    ``(n_windows, sequence_length - 1)`` on the same windows (see :func:`reference_predictions`).
+    """
+    windows = evaluation_windows(ids, config)
     total, agree, count = 0.0, 0, 0
     with torch.no_grad():
-        for batch in windows.split(8):
+        for index, batch in zip(range(0, len(windows), 8), windows.split(8), strict=True):
             logits = model(input_ids=batch).logits[:, :-1].float()
-            ref = reference(input_ids=batch).logits[:, :-1]
+            if isinstance(reference, torch.Tensor):
+                predicted = reference[index : index + len(batch)]
+            else:
+                predicted = reference(input_ids=batch).logits[:, :-1].argmax(-1)
             total += float(
                 torch.nn.functional.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1), reduction="sum"
                 )
             )
-            agree += int((logits.argmax(-1) == ref.argmax(-1)).sum())
+            agree += int((logits.argmax(-1) == predicted).sum())
             count += batch[:, 1:].numel()
     return {"perplexity": math.exp(total / count), "agreement": agree / count}
+
+
+_REFERENCE: dict[tuple, tuple[torch.Tensor, float]] = {}
+
+
+def reference_predictions(
+    task: LanguageTask, config: ScaleBitsExperimentConfig
+) -> tuple[torch.Tensor, float]:
+    """The full-precision model's top-1 predictions and perplexity, once per task and evaluation windows."""
+    key = (id(task), config.sequence_length, config.eval_tokens)
+    if key not in _REFERENCE:
+        windows = evaluation_windows(task.heldout_ids, config)
+        with torch.no_grad():
+            predicted = torch.cat(
+                [task.model(input_ids=batch).logits[:, :-1].argmax(-1) for batch in windows.split(8)]
+            )
+        perplexity = evaluate(task.model, predicted, task.heldout_ids, config)["perplexity"]
+        _REFERENCE[key] = (predicted, perplexity)
+    return _REFERENCE[key]
 
 
 def _scalebits_config(config: ScaleBitsExperimentConfig, recipe: Recipe, target: float) -> ScaleBitsConfig:
@@ -181,7 +229,7 @@ def progressive_run(
 ) -> tuple[ModelAllocation, torch.nn.Module, float]:
     """Reorder (folded) and allocate once for every target; cached per (system, config, targets, seed)."""
     key = (
-        recipe.name,
+        (recipe.kind, recipe.sensitivity, recipe.reorder),
         config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0})),
         tuple(targets),
         seed,
@@ -200,22 +248,88 @@ def progressive_run(
     return _ALLOCATIONS[key]
 
 
-def uniform_bits_within(config: ScaleBitsExperimentConfig, linears: dict, target: float) -> int | None:
+def uniform_bits_within(
+    config: ScaleBitsExperimentConfig, linears: dict, target: float, float_zeros: bool = False
+) -> int | None:
     """The largest uniform bit-width whose ledger (metadata included) fits ``target`` bits per weight."""
     n_weights = sum(layer.weight.numel() for layer in linears.values())
-    tile_elements = config.tile[0] * config.tile[1]
-    fitting = []
-    for bits in config.bits:
-        used = sum(
-            SCALE_BITS * math.prod(padded_shape(tuple(layer.weight.shape), config.tile)) // config.group_size
-            + math.prod(padded_shape(tuple(layer.weight.shape), config.tile))
-            // tile_elements
-            * (int(tile_variable_bits(torch.tensor(bits), config.tile, config.group_size)) + index_bits(1))
+    fitting = [
+        bits
+        for bits in config.bits
+        if sum(
+            uniform_ledger_bits(tuple(layer.weight.shape), config.tile, config.group_size, bits, float_zeros)
             for layer in linears.values()
         )
-        if used <= math.floor(target * n_weights + 1e-6):
-            fitting.append(bits)
+        <= math.floor(target * n_weights + 1e-6)
+    ]
     return max(fitting) if fitting else None
+
+
+def _uniform_width(config: ScaleBitsExperimentConfig, linears: dict, float_zeros: bool = False) -> int:
+    bits = uniform_bits_within(config, linears, config.avg_bits, float_zeros)
+    if bits is None:
+        raise NotApplicable(f"no uniform bit-width in {config.bits} fits {config.avg_bits} bits/weight")
+    return bits
+
+
+def hawq_traces(
+    config: ScaleBitsExperimentConfig, task: LanguageTask, calibration: torch.Tensor, seed: int
+) -> tuple[dict[str, float], float]:
+    """Hutchinson traces of the full-precision model, once per (config, seed): every budget reuses them."""
+    key = (config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0})), seed)
+    if key not in _TRACES:
+        start = time.perf_counter()
+        model = copy.deepcopy(task.model)
+        _, traces = hawq_allocation(model, calibration, _hawq_config(config, seed), [])
+        _TRACES[key] = (traces, time.perf_counter() - start)
+    return _TRACES[key]
+
+
+def _hawq_config(config: ScaleBitsExperimentConfig, seed: int) -> HAWQConfig:
+    return HAWQConfig(
+        avg_bits=config.avg_bits,
+        bits=config.bits,
+        tile=config.tile,
+        group_size=config.group_size,
+        pad=config.pad,
+        hutchinson_samples=config.hutchinson_samples,
+        micro_batch=config.micro_batch,
+        seed=seed,
+    )
+
+
+def quantize_baseline(
+    recipe: Recipe, config: ScaleBitsExperimentConfig, task: LanguageTask, seed: int
+) -> tuple[torch.nn.Module, object, float]:
+    """One uniform / layer-wise / random baseline at ``config.avg_bits``: the model, report and seconds."""
+    start = time.perf_counter()
+    calibration = calibration_windows(
+        task.train_ids, config.calibration_sequences, config.sequence_length, seed
+    )
+    model = copy.deepcopy(task.model)
+    linears = select_linears(model, ScaleBitsConfig().filter_fn)
+    layout = {"tile": config.tile, "group_size": config.group_size, "pad": config.pad}
+    extra = 0.0
+    if recipe.kind == "rtn":
+        report = quantize_(model, UniformRTNConfig(bits=_uniform_width(config, linears), **layout))
+    elif recipe.kind == "gptq":
+        gptq = GPTQConfig(bits=_uniform_width(config, linears), micro_batch=config.micro_batch, **layout)
+        report = quantize_(model, gptq, calibration=calibration)
+    elif recipe.kind == "hqq":
+        report = quantize_(model, HQQConfig(bits=_uniform_width(config, linears, float_zeros=True), **layout))
+    elif recipe.kind == "hawq":
+        traces, extra = hawq_traces(config, task, calibration, seed)
+        allocations, _ = hawq_allocation(
+            model, calibration, _hawq_config(config, seed), [config.avg_bits], traces
+        )
+        report = apply_layer_bits(
+            model, allocations[config.avg_bits], config.tile, config.group_size, config.pad
+        )
+    else:
+        report = quantize_random(
+            model, config.avg_bits, config.bits, config.tile, config.group_size, seed, config.pad
+        )
+    return model, report, time.perf_counter() - start + extra
 
 
 def run(
@@ -224,40 +338,26 @@ def run(
     torch.set_num_threads(1)
     task = load_task(config)
     targets = sorted({float(t) for t in profile.grid.get("avg_bits", [])} | {float(config.avg_bits)})
-    start = time.perf_counter()
     if recipe.kind == "scalebits":
         allocation, reordered, seconds = progressive_run(recipe, config, task, targets, seed)
         model = copy.deepcopy(reordered)
-        packed = apply_allocation(
-            model,
-            allocation.allocation(config.avg_bits),
-            config.bits,
-            config.tile,
-            config.group_size,
-            config.pad,
-        )
-        report = packed_report(packed, [], allocation.trace)
+        layout = (config.bits, config.tile, config.group_size, config.pad)
+        tile_bits = allocation.allocation(config.avg_bits)
+        if recipe.quantizer == "gptq":
+            calibration = calibration_windows(
+                task.train_ids, config.calibration_sequences, config.sequence_length, seed
+            )
+            gptq_start = time.perf_counter()
+            report = quantize_gptq_allocation(model, calibration, tile_bits, *layout)
+            seconds += time.perf_counter() - gptq_start
+        else:
+            report = packed_report(apply_allocation(model, tile_bits, *layout), [], allocation.trace)
         rounds = allocation.trace.rounds
     else:
-        model = copy.deepcopy(task.model)
-        linears = select_linears(model, ScaleBitsConfig().filter_fn)
-        if recipe.kind == "rtn":
-            bits = uniform_bits_within(config, linears, config.avg_bits)
-            if bits is None:
-                raise NotApplicable(
-                    f"no uniform bit-width in {config.bits} fits {config.avg_bits} bits/weight"
-                )
-            report = quantize_(
-                model,
-                UniformRTNConfig(bits=bits, tile=config.tile, group_size=config.group_size, pad=config.pad),
-            )
-        else:
-            report = quantize_random(
-                model, config.avg_bits, config.bits, config.tile, config.group_size, seed, config.pad
-            )
-        seconds, rounds = time.perf_counter() - start, 0
-    metrics = evaluate(model, task.model, task.heldout_ids, config)
-    fp = evaluate(task.model, task.model, task.heldout_ids, config)["perplexity"]
+        model, report, seconds = quantize_baseline(recipe, config, task, seed)
+        rounds = 0
+    predicted, fp = reference_predictions(task, config)
+    metrics = evaluate(model, predicted, task.heldout_ids, config)
     return {
         **metrics,
         "fp_perplexity": fp,
@@ -271,15 +371,22 @@ def run(
 
 
 GRID = {"avg_bits": [2.4, 2.6, 2.8, 3.0, 3.3, 3.6]}
-BASELINES = ("uniform_rtn", "static_sensitivity", "random_allocation")
+BASELINES = (
+    "uniform_rtn",
+    "uniform_gptq",
+    "uniform_hqq",
+    "hawq_layerwise",
+    "static_sensitivity",
+    "random_allocation",
+)
 
 EXPERIMENT = Experiment(
     slug="scalebits",
     config_cls=ScaleBitsExperimentConfig,
     claims=(
         Claim(
-            "ScaleBITS lowers held-out perplexity versus uniform RTN, static-sensitivity and random "
-            "allocation at every budget",
+            "ScaleBITS lowers held-out perplexity versus uniform RTN / GPTQ / HQQ, HAWQ layer-wise, "
+            "static-sensitivity and random allocation at every budget",
             "perplexity",
             "scalebits",
             BASELINES,
@@ -289,6 +396,12 @@ EXPERIMENT = Experiment(
             "perplexity",
             "scalebits",
             ("static_sensitivity",),
+        ),
+        Claim(
+            "ScaleBITS allocation plus GPTQ rounding beats uniform GPTQ at the same budget",
+            "perplexity",
+            "scalebits_gptq",
+            ("uniform_gptq",),
         ),
         Claim(
             "folded channel reordering helps (ablation without reordering)",
@@ -304,7 +417,12 @@ EXPERIMENT = Experiment(
         Metric("bits_per_weight", "min", "bits", "8 x packed bytes / weights of the quantized linears"),
         Metric("ledger_bits_per_weight", "min", "bits", "ledger bits (no byte padding) / weights"),
         Metric("packed_kib", "min", "KiB", "packed bytes of the quantized linear layers"),
-        Metric("allocation_seconds", "min", "s", "reordering + the progressive run for every budget"),
+        Metric(
+            "allocation_seconds",
+            "min",
+            "s",
+            "reordering + the progressive run for every budget (+ GPTQ rounding; HAWQ: traces + knapsack)",
+        ),
         Metric("rounds", "min", "", "sensitivity refreshes of the progressive run"),
         Metric("zoo_model", "max", "", "1 when the zoo tiny-llama was used, 0 for the in-process fallback"),
     ),
@@ -312,7 +430,7 @@ EXPERIMENT = Experiment(
     profiles={
         "smoke": Profile(
             "smoke",
-            budget_s=40,
+            budget_s=60,
             seeds=1,
             overrides={
                 "fallback_steps": 30,
@@ -321,10 +439,11 @@ EXPERIMENT = Experiment(
                 "calibration_sequences": 8,
                 "eval_tokens": 1024,
                 "fraction": 0.2,
+                "hutchinson_samples": 4,
             },
             grid={"avg_bits": [2.75]},
         ),
-        "default": Profile("default", budget_s=600, seeds=2, grid=GRID),
+        "default": Profile("default", budget_s=1200, seeds=2, grid=GRID),
         "full": Profile(
             "full",
             budget_s=3600,

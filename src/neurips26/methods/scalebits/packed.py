@@ -9,6 +9,7 @@ buffer        content                                                     bits
 tile_ids      index into ``B`` of each tile, row-major over the tile grid  ``n_tiles ceil(log2 |B|)``
 codes_{b}     codes of all tiles at width ``b``, tile order, row-major     ``n_b tr tc b``
 zeros_{b}     integer zero point per group of those tiles                 ``n_b tr (tc / g) b``
+zeros_fp16    (instead of zeros_{b}, HQQ's format) float16 zero per group  ``16 R C / g``
 scales        float16 scale per group, ``(R, C / g)``                      ``16 R C / g``
 ============  ==========================================================  =========================
 
@@ -58,6 +59,7 @@ class ScaleBitsLinear(nn.Module):
         self.bit_set, self.tile, self.group_size = tuple(bit_set), tuple(tile), group_size
         self.tile_counts = dict(tile_counts)
         self.stored_shape = padded_shape((out_features, in_features), tile)
+        self.float_zeros = False
         self.bias: nn.Parameter | None = None
 
     @classmethod
@@ -82,18 +84,54 @@ class ScaleBitsLinear(nn.Module):
         tile_bits = tile_bits.long().reshape(-1)
         element_bits = expand_tile_values(tile_bits, stored, tile)
         codes, scales, zeros = quantize_groups(pad_to_tiles(weight.detach(), tile), element_bits, group_size)
+        return cls.from_quantized(
+            codes, scales, zeros, (rows, cols), tile_bits, bit_set, tile, group_size, bias
+        )
+
+    @classmethod
+    def from_quantized(
+        cls,
+        codes: torch.Tensor,
+        scales: torch.Tensor,
+        zeros: torch.Tensor,
+        shape: tuple[int, int],
+        tile_bits: torch.Tensor,
+        bit_set: tuple[int, ...],
+        tile: tuple[int, int],
+        group_size: int,
+        bias: torch.Tensor | None = None,
+    ) -> ScaleBitsLinear:
+        """Pack codes another quantizer chose (GPTQ, HQQ) into the same format and ledger.
+
+        ``codes (R', C')`` integers below ``2^b`` of their tile, ``scales (R', C' / g)`` (stored as float16)
+        and ``zeros (R', C' / g)``: integers (packed at the tile's width) or, when floating point, one float16
+        zero per group (HQQ's native format, counted as 16 bits per group). ``(R', C')`` is the stored
+        (padded) shape; ``shape = (R, C)`` the real one the output is cropped to.
+        """
+        stored = padded_shape(tuple(shape), tile)
+        if tuple(codes.shape) != stored or tuple(scales.shape) != (stored[0], stored[1] // group_size):
+            raise ValueError(
+                f"codes {tuple(codes.shape)} and scales {tuple(scales.shape)} must have the stored shape "
+                f"{stored} and {(stored[0], stored[1] // group_size)} for shape={tuple(shape)}, tile={tile}"
+            )
+        rows, cols = shape
+        tile_bits = tile_bits.long().reshape(-1)
         counts = {b: int((tile_bits == b).sum()) for b in bit_set}
         layer = cls(cols, rows, bit_set, tile, group_size, counts)
         layer.stored_shape = stored
+        layer.float_zeros = zeros.is_floating_point()
         bit_index = torch.searchsorted(torch.tensor(bit_set), tile_bits)
         layer.register_buffer("tile_ids", pack_bits(bit_index, index_bits(len(bit_set))))
-        code_tiles = to_tiles(codes, tile)
-        zero_tiles = to_tiles(zeros, (tile[0], tile[1] // group_size))
+        code_tiles = to_tiles(codes.long(), tile)
+        zero_tiles = None if layer.float_zeros else to_tiles(zeros.long(), (tile[0], tile[1] // group_size))
         for bits in bit_set:
             mask = tile_bits == bits
             layer.register_buffer(f"codes_{bits}", pack_bits(code_tiles[mask], bits))
-            layer.register_buffer(f"zeros_{bits}", pack_bits(zero_tiles[mask], bits))
+            if zero_tiles is not None:
+                layer.register_buffer(f"zeros_{bits}", pack_bits(zero_tiles[mask], bits))
         layer.register_buffer("scales", scales.half())
+        if layer.float_zeros:
+            layer.register_buffer("zeros_fp16", zeros.half())
         if bias is not None:
             layer.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
         return layer
@@ -110,6 +148,9 @@ class ScaleBitsLinear(nn.Module):
         groups_per_row = tile_cols // self.group_size
         tile_bits = self.tile_bits()
         scale_tiles = to_tiles(self.scales.float(), (tile_rows, groups_per_row))
+        float_zero_tiles = (
+            to_tiles(self.zeros_fp16.float(), (tile_rows, groups_per_row)) if self.float_zeros else None
+        )
         weight_tiles = torch.zeros(len(tile_bits), tile_rows, tile_cols)
         for bits in self.bit_set:
             mask = tile_bits == bits
@@ -117,11 +158,13 @@ class ScaleBitsLinear(nn.Module):
             if count == 0:
                 continue
             codes = unpack_bits(getattr(self, f"codes_{bits}"), bits, count * tile_rows * tile_cols)
-            zeros = unpack_bits(getattr(self, f"zeros_{bits}"), bits, count * tile_rows * groups_per_row)
+            if float_zero_tiles is not None:
+                zeros = float_zero_tiles[mask]
+            else:
+                zeros = unpack_bits(getattr(self, f"zeros_{bits}"), bits, count * tile_rows * groups_per_row)
+                zeros = zeros.reshape(count, tile_rows, groups_per_row)
             weight_tiles[mask] = dequantize_groups(
-                codes.reshape(count, tile_rows, tile_cols),
-                scale_tiles[mask],
-                zeros.reshape(count, tile_rows, groups_per_row),
+                codes.reshape(count, tile_rows, tile_cols), scale_tiles[mask], zeros
             )
         full = from_tiles(weight_tiles, self.stored_shape)
         return full[: self.out_features, : self.in_features]
@@ -139,6 +182,7 @@ class ScaleBitsLinear(nn.Module):
             self.bit_set,
             self.tile_bits(),
             n_weights=self.out_features * self.in_features,
+            float_zeros=self.float_zeros,
         )
 
     def packed_nbytes(self) -> int:
