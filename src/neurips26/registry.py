@@ -183,9 +183,9 @@ METHODS: tuple[MethodSpec, ...] = (
         "quantize_",
         "Dynamic-sensitivity greedy bit allocation beats uniform and static "
         "mixed precision at equal average bits.",
-        extras=("llm",),
+        extras=("llm", "quant"),
         experiment="neurips26.methods.scalebits.experiment:EXPERIMENT",
-        estimate_s=675,
+        estimate_s=900,
     ),
     _M(
         "stparopt",
