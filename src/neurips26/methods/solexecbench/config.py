@@ -52,6 +52,15 @@ class SolExecBenchConfig:
     cpu_seconds: int = param(120, "ours: RLIMIT_CPU of the evaluation child")
     address_space_extra_bytes: int = param(4 * 2**30, "ours: RLIMIT_AS headroom above the forked driver")
     file_bytes: int = param(16 * 2**20, "ours: RLIMIT_FSIZE, the log is the only file a child writes")
+    max_processes: int = param(
+        16, "issue: a process rlimit; RLIMIT_NPROC headroom (tasks: processes and threads) of the child"
+    )
+    sandbox_uid: int = param(
+        65534, "ours: a harness running as root drops the child to this uid (nobody); -1 keeps root"
+    )
+    network_isolation: bool = param(
+        True, "issue: no network; a fresh user+network namespace per child (socket guard if refused)"
+    )
     static_check: bool = param(True, "research notes 2.2: AST check before staging")
     disabled_defences: str = param(
         "", "ours: comma-separated dynamic defences to switch off (tests, ablations)"
@@ -81,6 +90,7 @@ class SolExecBenchConfig:
             "max_reps",
             "cpu_seconds",
             "repeats",
+            "max_processes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -98,6 +108,14 @@ class SolExecBenchConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if (
+            isinstance(self.sandbox_uid, bool)
+            or not isinstance(self.sandbox_uid, int)
+            or self.sandbox_uid < -1
+        ):
+            raise ValueError(
+                f"sandbox_uid must be a uid >= 0 or -1 (keep the harness's uid), got {self.sandbox_uid!r}"
+            )
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
         unknown = sorted(self._disabled() - set(DEFENCES))
@@ -131,5 +149,8 @@ class SolExecBenchConfig:
                 "cpu_seconds": self.cpu_seconds,
                 "address_space_extra_bytes": self.address_space_extra_bytes,
                 "file_bytes": self.file_bytes,
+                "max_processes": self.max_processes,
+                "network_namespace": self.network_isolation,
+                "sandbox_uid": self.sandbox_uid,
             },
         }

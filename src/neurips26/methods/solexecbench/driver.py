@@ -498,6 +498,16 @@ def _warm_thread_pools(problem: dict, workload: dict) -> None:
         problem["namespace"]["run"](*_make_inputs(problem, workload, randomise_names=True))
 
 
+def _sandbox_violation() -> str | None:
+    """A sandbox rule the solution broke (even if it caught the error): network use, child processes."""
+    if _NETWORK_ATTEMPTS:
+        return f"network access attempted ({len(_NETWORK_ATTEMPTS)}x: {_NETWORK_ATTEMPTS[0]})"
+    children = _children()
+    if children:
+        return f"solution started child processes {children[:8]}"
+    return None
+
+
 def _evaluate(request: dict) -> list[dict]:
     settings = request["settings"]
     torch.set_num_threads(settings["threads"])
@@ -539,6 +549,9 @@ def _evaluate(request: dict) -> list[dict]:
     except SyntaxError as error:
         return every("COMPILE_ERROR", f"solution does not compile: {error!r}")
     except Exception as error:
+        violation = _sandbox_violation() if guard is not None else None
+        if violation:
+            return every("REWARD_HACK", f"at import: {violation} ({error!r})")
         return every("RUNTIME_ERROR", f"solution failed to import: {error!r}")
     try:
         if guard is not None:
@@ -556,12 +569,139 @@ def _evaluate(request: dict) -> list[dict]:
         except Incorrect as error:
             results.append({"uuid": workload["uuid"], "status": error.status, "log": str(error)})
         except Exception:
-            results.append(
-                {"uuid": workload["uuid"], "status": "RUNTIME_ERROR", "log": traceback.format_exc()[-2000:]}
-            )
+            violation = _sandbox_violation() if guard is not None else None
+            status = "REWARD_HACK" if violation else "RUNTIME_ERROR"
+            log = (violation + "\n" if violation else "") + traceback.format_exc()[-2000:]
+            results.append({"uuid": workload["uuid"], "status": status, "log": log})
+        else:
+            violation = _sandbox_violation() if guard is not None else None
+            if violation:  # the solution swallowed the sandbox's refusal and went on
+                results[-1] = {"uuid": workload["uuid"], "status": "REWARD_HACK", "log": violation}
     for item in results:
         item["seed"] = seed
     return results
+
+
+# ---------------------------------------------------------------------------------------------------------
+# isolation: network namespace (or a socket block), process-count limit
+# ---------------------------------------------------------------------------------------------------------
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_NETWORK_ATTEMPTS: list[str] = []  # filled by the socket guard, read after each workload
+
+
+class NetworkBlocked(PermissionError):
+    """Raised by the socket guard; the attempt is also recorded, so swallowing it does not hide it."""
+
+
+def _enter_network_namespace() -> str | None:
+    """``unshare(CLONE_NEWUSER | CLONE_NEWNET)`` through libc (``os.unshare`` is Python 3.12+).
+
+    The forked child is single-threaded, as a new user namespace requires; the user namespace is what
+    lets an unprivileged process own a network namespace. The new namespace has only a loopback
+    interface that is down: no route anywhere, not even to the host's localhost or abstract sockets.
+    Returns None on success, else the kernel's reason.
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as error:
+        return repr(error)
+    uid, gid = os.getuid(), os.getgid()
+    # identity id maps keep file ownership readable as before (best effort: unmapped ids read as nobody)
+    for path, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with contextlib.suppress(OSError), open(f"/proc/self/{path}", "w") as handle:
+            handle.write(text)
+    return None
+
+
+def _install_socket_guard() -> None:
+    """Replace every Python-level way to create a socket with one that records the attempt and raises.
+
+    Installed in every child before the solution is imported: the only network barrier when the kernel
+    refuses namespaces, a reporting layer when it does not (the namespace stops what the guard misses,
+    e.g. sockets made through ctypes, which the static check bans).
+    """
+    import _socket
+    import socket
+
+    def blocked(*args, **kwargs):
+        _NETWORK_ATTEMPTS.append(f"socket{args[:2]!r}")
+        raise NetworkBlocked("network access is blocked in the sandbox")
+
+    for module in (socket, _socket):
+        for name in ("socket", "SocketType", "socketpair", "fromfd", "create_connection", "create_server"):
+            if hasattr(module, name):
+                setattr(module, name, blocked)
+
+
+def _count_user_tasks(uid: int) -> int:
+    """Tasks (processes and threads) of ``uid`` on the host: what ``RLIMIT_NPROC`` counts outside a
+    user namespace."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
+def _drop_root(uid: int, staging: str) -> None:
+    """Run as ``uid`` when the harness runs as root: root ignores ``RLIMIT_NPROC`` (and may do anything).
+
+    The staging dir (the child's cwd, the only place it writes) is handed to ``uid``; the sandbox root is
+    0711, so the child can reach its staging dir and the built extension but list nothing else.
+    """
+    for folder, _, files in os.walk(staging):
+        os.chown(folder, uid, uid)
+        for name in files:
+            os.chown(os.path.join(folder, name), uid, uid)
+    scratch = os.path.join(staging, ".tmp")
+    os.makedirs(scratch, exist_ok=True)
+    os.chown(scratch, uid, uid)
+    os.environ.update(HOME=scratch, TMPDIR=scratch)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+
+
+def _isolate(limits: dict, staging: str) -> dict:
+    """Network isolation and the process-count limit; returns what was enforced, for the trace."""
+    import resource
+
+    report: dict = {}
+    if os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0:
+        _drop_root(limits["sandbox_uid"], staging)
+        report["uid"] = limits["sandbox_uid"]
+    reason = _enter_network_namespace() if limits.get("network_namespace", True) else "switched off"
+    report["network"] = "namespace" if reason is None else "socket-guard"
+    if reason is not None:
+        report["namespace_refused"] = reason
+    _install_socket_guard()
+    # inside a fresh user namespace the kernel counts RLIMIT_NPROC per namespace (ucounts, Linux 5.14+):
+    # this child is its only task. Outside one it counts every task of the user on the host, so the
+    # limit is that count plus the headroom (approximate: other jobs of the same user come and go).
+    in_namespace = reason is None
+    current = 1 if in_namespace else _count_user_tasks(os.getuid())
+    limit = current + limits["max_processes"]
+    report["enforced"] = os.geteuid() != 0  # root ignores RLIMIT_NPROC
+    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit if hard == resource.RLIM_INFINITY else hard))
+    report["nproc_limit"] = limit
+    report["nproc_scope"] = "user-namespace" if in_namespace else "host-user (approximate)"
+    return report
 
 
 def _set_limits(limits: dict) -> None:
@@ -576,6 +716,7 @@ def _set_limits(limits: dict) -> None:
 
 
 def _child(request: dict, write_fd: int) -> None:
+    me = os.getpid()
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -585,14 +726,19 @@ def _child(request: dict, write_fd: int) -> None:
     if _REAL_STDOUT >= 0:
         os.close(_REAL_STDOUT)
     os.chdir(request["staging"])
+    isolation: dict = {}
     try:
+        isolation = _isolate(request["settings"]["limits"], request["staging"])
         _set_limits(request["settings"]["limits"])
         payload = {"results": _evaluate(request)}
     except MemoryError:
         payload = {"error": "RUNTIME_ERROR", "log": "out of memory (address-space limit)"}
     except BaseException as error:
         payload = {"error": "RUNTIME_ERROR", "log": f"driver failed: {error!r}"}
-    data = json.dumps(payload, allow_nan=True).encode()
+    if os.getpid() != me:  # a process the solution forked returned into driver code: never answer
+        os._exit(0)
+    payload["isolation"] = isolation
+    data = json.dumps(payload, allow_nan=True).encode() + b"\n"  # the newline ends the answer
     view = memoryview(data)
     while view:
         written = os.write(write_fd, view)
@@ -611,7 +757,8 @@ def _serve_one(request: dict) -> dict:
     deadline = time.monotonic() + request["settings"]["timeout_s"]
     chunks = []
     timed_out = False
-    while True:
+    # read until the answer's newline, not until EOF: processes the solution forked may hold the pipe open
+    while not (chunks and chunks[-1].endswith(b"\n")):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True

@@ -212,8 +212,12 @@ class SolExecBench:
             log = answer.get("log", "") + (
                 "\n" + answer["driver_log"][-1500:] if answer.get("driver_log") else ""
             )
-            return [{"uuid": w.uuid, "status": answer["error"], "log": log} for w in problem.workloads]
-        return answer["results"]
+            results = [{"uuid": w.uuid, "status": answer["error"], "log": log} for w in problem.workloads]
+        else:
+            results = answer["results"]
+        for result in results:  # what the sandbox enforced (network namespace or socket guard, NPROC)
+            result["isolation"] = answer.get("isolation") or None
+        return results
 
     # -- T_SOL and T_b --------------------------------------------------------------------------------
     def sol_ms(self, problem: Problem, workload: Workload) -> tuple[float | None, dict[str, Any]]:
@@ -312,6 +316,7 @@ class SolExecBench:
                 score=score.to_dict(),
                 seed=result.get("seed"),
                 harness=self.config.mode,
+                sandbox=result.get("isolation"),
             )
             traces.append(
                 Trace(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from neurips26.methods.solexecbench.harness import Problem, load_problem
+from neurips26.methods.solexecbench.problem_catalog import catalog_problems
 
 SMOKE_PROBLEMS = ("rmsnorm", "softmax")
 DEFAULT_PROBLEMS = ("rmsnorm", "softmax", "gemm_bias_relu", "swiglu", "cross_entropy", "moe_topk_routing")
@@ -275,6 +276,7 @@ def build_problems() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
         ),
         _workloads("gqa_attention", [{"seq": 128}, {"seq": 512}], {"q": random, "k": random, "v": random}),
     )
+    problems.update(catalog_problems(_definition, _t, _workloads))
     return problems
 
 

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import textwrap
 
+from neurips26.methods.solexecbench.ladder_catalog import (
+    CATALOG_LADDER,
+    CATALOG_OUTPUT_SHAPES,
+    CATALOG_SIGNATURES,
+)
 from neurips26.methods.solexecbench.schema import Solution
 
 # per problem: the DPS signature, and the body of each ladder rung (it must fill the outputs)
@@ -156,6 +161,8 @@ LADDER = {
         """,
     },
 }
+LADDER.update(CATALOG_LADDER)
+SIGNATURES.update(CATALOG_SIGNATURES)
 RUNGS = ("naive", "eager", "fused")
 
 
@@ -384,6 +391,7 @@ def _output_shape_source(problem: str) -> str:
         "moe_topk_routing": "tuple(router_logits.shape)",
         "layernorm": "tuple(x.shape)",
         "gqa_attention": "tuple(q.shape)",
+        **CATALOG_OUTPUT_SHAPES,
     }[problem]
     return f"def _output_shape({inputs}):\n    return {shape}\n\n\n"
 
