@@ -9,6 +9,7 @@ from neurips26.core.validation import check_choice, check_in_range, check_positi
 from neurips26.methods.solar import FIDELITIES
 
 MODES = ("solexecbench", "naive", "kernelbench")
+EXTRA_RUNGS = ("cpp", "compile")
 DEFENCES = ("integrity", "threads", "processes", "mutation", "recheck", "sol_floor")
 
 
@@ -76,6 +77,12 @@ class SolExecBenchConfig:
     repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
     red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
     red_team_problems: int = param(0, "ours: run the red team on the first n problems only (0 = all)")
+    extra_rungs: str = param(
+        "",
+        "issue: ladder rungs 'cpp' (C++ extension, 3 problems) and 'compile' (torch.compile, 5 problems),"
+        " comma-separated; opt-in: each C++ build or inductor compile takes 30-100 s on this CPU",
+    )
+    compile_file_bytes: int = param(2**30, "ours: RLIMIT_FSIZE for the compile rung (inductor's g++ output)")
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
@@ -104,6 +111,7 @@ class SolExecBenchConfig:
             "red_team_problems",
             "address_space_extra_bytes",
             "file_bytes",
+            "compile_file_bytes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -118,10 +126,18 @@ class SolExecBenchConfig:
             )
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
+        rungs = self.extra_rung_list()
+        if sorted(set(rungs) - set(EXTRA_RUNGS)):
+            raise ValueError(
+                f"extra_rungs={self.extra_rungs!r}; allowed: comma-separated {list(EXTRA_RUNGS)}"
+            )
         unknown = sorted(self._disabled() - set(DEFENCES))
         if unknown:
             raise ValueError(f"disabled_defences names unknown defences {unknown}; allowed: {list(DEFENCES)}")
         check_in_range("sol_floor_tolerance", self.sol_floor_tolerance, 0.0, 1.0)
+
+    def extra_rung_list(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.extra_rungs.split(",") if name.strip())
 
     def _disabled(self) -> set[str]:
         return {name.strip() for name in self.disabled_defences.split(",") if name.strip()}

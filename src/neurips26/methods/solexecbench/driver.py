@@ -552,7 +552,9 @@ def _evaluate(request: dict) -> list[dict]:
         violation = _sandbox_violation() if guard is not None else None
         if violation:
             return every("REWARD_HACK", f"at import: {violation} ({error!r})")
-        return every("RUNTIME_ERROR", f"solution failed to import: {error!r}")
+        return every(
+            "RUNTIME_ERROR", f"solution failed to import: {error!r}\n{traceback.format_exc()[-1500:]}"
+        )
     try:
         if guard is not None:
             guard.integrity("after import")
@@ -595,28 +597,37 @@ class NetworkBlocked(PermissionError):
     """Raised by the socket guard; the attempt is also recorded, so swallowing it does not hide it."""
 
 
-def _enter_network_namespace() -> str | None:
-    """``unshare(CLONE_NEWUSER | CLONE_NEWNET)`` through libc (``os.unshare`` is Python 3.12+).
-
-    The forked child is single-threaded, as a new user namespace requires; the user namespace is what
-    lets an unprivileged process own a network namespace. The new namespace has only a loopback
-    interface that is down: no route anywhere, not even to the host's localhost or abstract sockets.
-    Returns None on success, else the kernel's reason.
-    """
+def _unshare(flags: int) -> str | None:
+    """``unshare(flags)`` through libc (``os.unshare`` is Python 3.12+); None, or the kernel's reason."""
     import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+        if libc.unshare(flags) != 0:
             return os.strerror(ctypes.get_errno())
     except (OSError, AttributeError) as error:
         return repr(error)
-    uid, gid = os.getuid(), os.getgid()
-    # identity id maps keep file ownership readable as before (best effort: unmapped ids read as nobody)
-    for path, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with contextlib.suppress(OSError), open(f"/proc/self/{path}", "w") as handle:
-            handle.write(text)
     return None
+
+
+def _enter_network_namespace() -> str | None:
+    """A fresh network namespace: only a loopback interface, down — no route anywhere, not even to the
+    host's localhost or abstract unix sockets. Root makes one directly; an unprivileged user needs a new
+    user namespace around it (the forked child is single-threaded, as that requires), with identity id
+    maps so file ownership reads as before. Returns None on success, else the kernel's reason."""
+    if os.geteuid() == 0:
+        return _unshare(_CLONE_NEWNET)
+    reason = _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
+    if reason is None:
+        uid, gid = os.getuid(), os.getgid()
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    return reason
 
 
 def _install_socket_guard() -> None:
@@ -656,12 +667,20 @@ def _count_user_tasks(uid: int) -> int:
     return total
 
 
-def _drop_root(uid: int, staging: str) -> None:
-    """Run as ``uid`` when the harness runs as root: root ignores ``RLIMIT_NPROC`` (and may do anything).
+_PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE = 8, 38, 47, 2
+_CAP_DAC_READ_SEARCH = 2
 
-    The staging dir (the child's cwd, the only place it writes) is handed to ``uid``; the sandbox root is
-    0711, so the child can reach its staging dir and the built extension but list nothing else.
+
+def _drop_root(uid: int, staging: str) -> None:
+    """Run as ``uid`` when the harness runs as root: root ignores ``RLIMIT_NPROC`` and may write anywhere.
+
+    Only ``CAP_DAC_READ_SEARCH`` is kept (also ambient, for the compilers ``torch.compile`` starts): an
+    installation under a private home (here ``/root/.pyenv``) must stay importable. ``no_new_privs`` stops
+    set-uid binaries from giving root back. The staging dir (the child's cwd, the only place it writes) is
+    handed to ``uid``; the sandbox root is 0711, so the child reaches its own dir but lists nothing else.
     """
+    import ctypes
+
     for folder, _, files in os.walk(staging):
         os.chown(folder, uid, uid)
         for name in files:
@@ -670,9 +689,30 @@ def _drop_root(uid: int, staging: str) -> None:
     os.makedirs(scratch, exist_ok=True)
     os.chown(scratch, uid, uid)
     os.environ.update(HOME=scratch, TMPDIR=scratch)
+    import tempfile
+
+    tempfile.tempdir = scratch  # gettempdir() may have been cached by the driver, as root
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0)
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    data = (Data * 2)()
+    data[0].effective = data[0].permitted = data[0].inheritable = 1 << _CAP_DAC_READ_SEARCH
+    if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) == 0:  # _LINUX_CAPABILITY_VERSION_3
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0)
 
 
 def _isolate(limits: dict, staging: str) -> dict:
@@ -680,19 +720,19 @@ def _isolate(limits: dict, staging: str) -> dict:
     import resource
 
     report: dict = {}
-    if os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0:
-        _drop_root(limits["sandbox_uid"], staging)
-        report["uid"] = limits["sandbox_uid"]
     reason = _enter_network_namespace() if limits.get("network_namespace", True) else "switched off"
     report["network"] = "namespace" if reason is None else "socket-guard"
     if reason is not None:
         report["namespace_refused"] = reason
     _install_socket_guard()
+    in_user_namespace = reason is None and os.geteuid() != 0
+    if os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0:
+        _drop_root(limits["sandbox_uid"], staging)
+        report["uid"] = limits["sandbox_uid"]
     # inside a fresh user namespace the kernel counts RLIMIT_NPROC per namespace (ucounts, Linux 5.14+):
-    # this child is its only task. Outside one it counts every task of the user on the host, so the
-    # limit is that count plus the headroom (approximate: other jobs of the same user come and go).
-    in_namespace = reason is None
-    current = 1 if in_namespace else _count_user_tasks(os.getuid())
+    # this child is its only task. Outside one it counts every task of the uid on the host, so the limit
+    # is that count plus the headroom (approximate when other jobs of the same uid come and go).
+    current = 1 if in_user_namespace else _count_user_tasks(os.getuid())
     limit = current + limits["max_processes"]
     report["enforced"] = os.geteuid() != 0  # root ignores RLIMIT_NPROC
     _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
@@ -700,7 +740,7 @@ def _isolate(limits: dict, staging: str) -> dict:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit if hard == resource.RLIM_INFINITY else hard))
     report["nproc_limit"] = limit
-    report["nproc_scope"] = "user-namespace" if in_namespace else "host-user (approximate)"
+    report["nproc_scope"] = "user-namespace" if in_user_namespace else "host-uid"
     return report
 
 
@@ -785,8 +825,18 @@ def _serve_one(request: dict) -> dict:
         return {"error": "RUNTIME_ERROR", "log": f"the evaluation process died ({how}) without a result"}
 
 
+def _quiet_library_threads() -> None:
+    """Switch off housekeeping threads honest libraries start lazily (tqdm's monitor, which inductor's
+    progress bars would start in torch.compile's first call), so the thread check need not excuse them."""
+    with contextlib.suppress(ImportError):
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
+
+
 def main() -> None:
     global _REAL_STDOUT
+    _quiet_library_threads()
     _REAL_STDOUT = os.dup(1)
     os.dup2(2, 1)  # anything printed (by torch or a solution) goes to stderr, never into the JSON channel
     out = os.fdopen(_REAL_STDOUT, "w")
