@@ -10,6 +10,7 @@ from neurips26.methods.solar import FIDELITIES
 
 MODES = ("solexecbench", "naive", "kernelbench")
 EXTRA_RUNGS = ("cpp", "compile")
+TIMING_ESTIMATORS = ("median", "paired_ratio")
 DEFENCES = ("integrity", "threads", "processes", "mutation", "recheck", "sol_floor")
 
 
@@ -39,11 +40,18 @@ class SolExecBenchConfig:
     mode: str = param("solexecbench", "ours; 'naive' and 'kernelbench' are the baseline harnesses")
     threads: int = param(1, "ours: fixed thread count, the 2-core CI machine is shared")
     correctness_rounds: int = param(3, "upstream uses 10 rounds with fresh inputs; 3 keeps CPU CI fast")
-    warmup: int = param(2, "research notes 2.2: warmup 3-10 on GPU; CPU has no JIT, 2 suffice")
-    min_reps: int = param(5, "research notes 2.2: adaptive 10-50 timed reps; 5 minimum for an IQR")
-    max_reps: int = param(20, "research notes 2.2; capped at 20 for CPU time")
-    time_budget_s: float = param(0.3, "ours: stop adding reps after this much wall time per workload")
+    warmup: int = param(5, "research notes 2.2: warmup 3-10 on GPU; README Timing CV: 5 (was 2)")
+    min_reps: int = param(15, "research notes 2.2: adaptive 10-50 timed reps; README Timing CV: 15 (was 5)")
+    max_reps: int = param(60, "research notes 2.2: up to 50 on GPU; README Timing CV: 60 (was 20)")
+    time_budget_s: float = param(
+        0.6, "ours: stop adding reps after this much wall time per workload (was 0.3)"
+    )
     flush_bytes: int = param(0, "issue: write 2x LLC before each timed call; 0 = 2x LLC from sysfs")
+    timing_estimator: str = param(
+        "paired_ratio",
+        "README Timing CV: T_b median x median of adjacent T_k/T_b ratios; 'median' = upstream's median T_k",
+    )
+    pin_cpu: int = param(-1, "ours: pin the evaluation child to this CPU (-1 = no pinning)")
     recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
     time_reference: bool = param(
         True, "upstream times the reference for speedup_factor; ours interleaves it (paired T_b, same load)"
@@ -72,7 +80,9 @@ class SolExecBenchConfig:
     fast_p: float = param(1.0, "KernelBench fast_p: correct and speedup over the baseline > p")
     isolation: str = param("fork", "ours: fork a clean torch-imported driver per evaluation ('spawn' = new)")
     seed: int = param(-1, "ours: -1 draws input seeds from os.urandom (no precomputable inputs)")
-    problems: str = param("default", "ours: 'smoke' (2 problems), 'default' or 'all' authored problems")
+    problems: str = param(
+        "default", "ours: 'smoke' (2), 'default' (12, every op family) or 'all' (32) problems"
+    )
     max_workloads: int = param(0, "ours: evaluate only the first n workloads of each problem (0 = all)")
     repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
     red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
@@ -89,6 +99,9 @@ class SolExecBenchConfig:
         check_choice("sol_fidelity", self.sol_fidelity, FIDELITIES)
         check_choice("isolation", self.isolation, ("fork", "spawn"))
         check_choice("problems", self.problems, ("smoke", "default", "all"))
+        check_choice("timing_estimator", self.timing_estimator, TIMING_ESTIMATORS)
+        if isinstance(self.pin_cpu, bool) or not isinstance(self.pin_cpu, int) or self.pin_cpu < -1:
+            raise ValueError(f"pin_cpu must be a CPU index >= 0 or -1 (no pinning), got {self.pin_cpu!r}")
         for name in (
             "threads",
             "correctness_rounds",
@@ -157,6 +170,8 @@ class SolExecBenchConfig:
             "time_budget_s": self.time_budget_s,
             "flush_bytes": self.flush_bytes or default_flush_bytes(),
             "recheck_k": self.recheck_k,
+            "timing_estimator": self.timing_estimator,
+            "pin_cpu": self.pin_cpu,
             "time_reference": self.time_reference,
             "timeout_s": self.timeout_s,
             "seed": None if self.seed < 0 else self.seed,

@@ -334,7 +334,13 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], part
         index += 1
     if recheck and last[0] not in kept:  # the last timed call is where a stale replay is most likely
         kept[last[0]] = (_clone(last[1]), last[1], last[2])
-    return _stats(samples), kept, (_stats(partner_samples) if partner_samples else None)
+    stats = _stats(samples)
+    if partner_samples:
+        # adjacent (solution, reference) pairs share the machine's load at that moment: the median of
+        # their ratios cancels slow load swings that move both medians (the "paired_ratio" estimator)
+        ratios = sorted(k / max(b, 1) for k, b in zip(samples, partner_samples, strict=False))
+        stats["paired_ratio_median"] = ratios[len(ratios) // 2]
+    return stats, kept, (_stats(partner_samples) if partner_samples else None)
 
 
 def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dict:
@@ -439,6 +445,8 @@ def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, 
         ref_timing = _time_plain(
             lambda i, o: reference(*i), inputs, [], settings, lambda: time.perf_counter()
         )
+    if defended and settings.get("timing_estimator") == "paired_ratio" and "paired_ratio_median" in timing:
+        performance["latency_ms"] = ref_timing["median_ms"] * timing["paired_ratio_median"]
     if settings["time_reference"]:
         performance["reference_latency_ms"] = ref_timing["median_ms" if defended else "mean_ms"]
         performance["speedup_factor"] = performance["reference_latency_ms"] / max(
@@ -510,6 +518,9 @@ def _sandbox_violation() -> str | None:
 
 def _evaluate(request: dict) -> list[dict]:
     settings = request["settings"]
+    if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {settings["pin_cpu"]})
     torch.set_num_threads(settings["threads"])
     seed = settings.get("seed")
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed

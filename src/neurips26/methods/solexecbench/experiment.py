@@ -234,6 +234,7 @@ EXPERIMENT = Experiment(
                 "problems": "smoke",
                 "max_workloads": 1,
                 "correctness_rounds": 2,
+                "min_reps": 5,
                 "max_reps": 6,
                 "time_budget_s": 0.02,
                 "flush_bytes": 8 * 2**20,
@@ -245,12 +246,7 @@ EXPERIMENT = Experiment(
             "default",
             budget_s=900,
             seeds=2,
-            overrides={
-                "problems": "all",
-                "max_workloads": 1,
-                "time_budget_s": 0.1,
-                "red_team_problems": 6,
-            },
+            overrides={"max_workloads": 1, "time_budget_s": 0.3, "red_team_problems": 3},
         ),
         "full": Profile(
             "full",
