@@ -166,7 +166,9 @@ def test_extra_rung_passes_in_the_sandbox(rung):
 
     problem = load_problem_set(("softmax",))["softmax"]
     problem = dataclasses.replace(problem, workloads=problem.workloads[:1])
-    config = SolExecBenchConfig(correctness_rounds=2, max_reps=6, time_budget_s=0.02, timeout_s=300.0)
+    config = SolExecBenchConfig(
+        correctness_rounds=2, min_reps=5, max_reps=6, time_budget_s=0.02, timeout_s=300.0
+    )
     with SolExecBench(config) as bench:
         result = evaluate_extra_rung(bench, problem, rung)
     assert result.statuses == ["PASSED"], result.traces[0].evaluation.log
