@@ -21,7 +21,12 @@ def measure(isolation: str, evaluations: int) -> dict[str, float]:
     problem = load_problem_set(("rmsnorm",))["rmsnorm"]
     problem = dataclasses.replace(problem, workloads=problem.workloads[:1])
     config = SolExecBenchConfig(
-        isolation=isolation, correctness_rounds=2, max_reps=6, time_budget_s=0.02, flush_bytes=8 * 2**20
+        isolation=isolation,
+        correctness_rounds=2,
+        min_reps=5,
+        max_reps=6,
+        time_budget_s=0.02,
+        flush_bytes=8 * 2**20,
     )
     walls, latencies = [], []
     with SolExecBench(config) as bench:

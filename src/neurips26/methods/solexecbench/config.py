@@ -9,6 +9,8 @@ from neurips26.core.validation import check_choice, check_in_range, check_positi
 from neurips26.methods.solar import FIDELITIES
 
 MODES = ("solexecbench", "naive", "kernelbench")
+EXTRA_RUNGS = ("cpp", "compile")
+TIMING_ESTIMATORS = ("median", "paired_ratio")
 DEFENCES = ("integrity", "threads", "processes", "mutation", "recheck", "sol_floor")
 
 
@@ -38,11 +40,18 @@ class SolExecBenchConfig:
     mode: str = param("solexecbench", "ours; 'naive' and 'kernelbench' are the baseline harnesses")
     threads: int = param(1, "ours: fixed thread count, the 2-core CI machine is shared")
     correctness_rounds: int = param(3, "upstream uses 10 rounds with fresh inputs; 3 keeps CPU CI fast")
-    warmup: int = param(2, "research notes 2.2: warmup 3-10 on GPU; CPU has no JIT, 2 suffice")
-    min_reps: int = param(5, "research notes 2.2: adaptive 10-50 timed reps; 5 minimum for an IQR")
-    max_reps: int = param(20, "research notes 2.2; capped at 20 for CPU time")
-    time_budget_s: float = param(0.3, "ours: stop adding reps after this much wall time per workload")
+    warmup: int = param(5, "research notes 2.2: warmup 3-10 on GPU; README Timing CV: 5 (was 2)")
+    min_reps: int = param(15, "research notes 2.2: adaptive 10-50 timed reps; README Timing CV: 15 (was 5)")
+    max_reps: int = param(60, "research notes 2.2: up to 50 on GPU; README Timing CV: 60 (was 20)")
+    time_budget_s: float = param(
+        0.6, "ours: stop adding reps after this much wall time per workload (was 0.3)"
+    )
     flush_bytes: int = param(0, "issue: write 2x LLC before each timed call; 0 = 2x LLC from sysfs")
+    timing_estimator: str = param(
+        "paired_ratio",
+        "README Timing CV: T_b median x median of adjacent T_k/T_b ratios; 'median' = upstream's median T_k",
+    )
+    pin_cpu: int = param(-1, "ours: pin the evaluation child to this CPU (-1 = no pinning)")
     recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
     time_reference: bool = param(
         True, "upstream times the reference for speedup_factor; ours interleaves it (paired T_b, same load)"
@@ -52,6 +61,15 @@ class SolExecBenchConfig:
     cpu_seconds: int = param(120, "ours: RLIMIT_CPU of the evaluation child")
     address_space_extra_bytes: int = param(4 * 2**30, "ours: RLIMIT_AS headroom above the forked driver")
     file_bytes: int = param(16 * 2**20, "ours: RLIMIT_FSIZE, the log is the only file a child writes")
+    max_processes: int = param(
+        16, "issue: a process rlimit; RLIMIT_NPROC headroom (tasks: processes and threads) of the child"
+    )
+    sandbox_uid: int = param(
+        65534, "ours: a harness running as root drops the child to this uid (nobody); -1 keeps root"
+    )
+    network_isolation: bool = param(
+        True, "issue: no network; a fresh user+network namespace per child (socket guard if refused)"
+    )
     static_check: bool = param(True, "research notes 2.2: AST check before staging")
     disabled_defences: str = param(
         "", "ours: comma-separated dynamic defences to switch off (tests, ablations)"
@@ -62,17 +80,28 @@ class SolExecBenchConfig:
     fast_p: float = param(1.0, "KernelBench fast_p: correct and speedup over the baseline > p")
     isolation: str = param("fork", "ours: fork a clean torch-imported driver per evaluation ('spawn' = new)")
     seed: int = param(-1, "ours: -1 draws input seeds from os.urandom (no precomputable inputs)")
-    problems: str = param("default", "ours: 'smoke' (2 problems), 'default' or 'all' authored problems")
+    problems: str = param(
+        "default", "ours: 'smoke' (2), 'default' (12, every op family) or 'all' (32) problems"
+    )
     max_workloads: int = param(0, "ours: evaluate only the first n workloads of each problem (0 = all)")
     repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
     red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
     red_team_problems: int = param(0, "ours: run the red team on the first n problems only (0 = all)")
+    extra_rungs: str = param(
+        "",
+        "issue: ladder rungs 'cpp' (C++ extension, 3 problems) and 'compile' (torch.compile, 5 problems),"
+        " comma-separated; opt-in: each C++ build or inductor compile takes 30-100 s on this CPU",
+    )
+    compile_file_bytes: int = param(2**30, "ours: RLIMIT_FSIZE for the compile rung (inductor's g++ output)")
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
         check_choice("sol_fidelity", self.sol_fidelity, FIDELITIES)
         check_choice("isolation", self.isolation, ("fork", "spawn"))
         check_choice("problems", self.problems, ("smoke", "default", "all"))
+        check_choice("timing_estimator", self.timing_estimator, TIMING_ESTIMATORS)
+        if isinstance(self.pin_cpu, bool) or not isinstance(self.pin_cpu, int) or self.pin_cpu < -1:
+            raise ValueError(f"pin_cpu must be a CPU index >= 0 or -1 (no pinning), got {self.pin_cpu!r}")
         for name in (
             "threads",
             "correctness_rounds",
@@ -81,6 +110,7 @@ class SolExecBenchConfig:
             "max_reps",
             "cpu_seconds",
             "repeats",
+            "max_processes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -94,16 +124,33 @@ class SolExecBenchConfig:
             "red_team_problems",
             "address_space_extra_bytes",
             "file_bytes",
+            "compile_file_bytes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if (
+            isinstance(self.sandbox_uid, bool)
+            or not isinstance(self.sandbox_uid, int)
+            or self.sandbox_uid < -1
+        ):
+            raise ValueError(
+                f"sandbox_uid must be a uid >= 0 or -1 (keep the harness's uid), got {self.sandbox_uid!r}"
+            )
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
+        rungs = self.extra_rung_list()
+        if sorted(set(rungs) - set(EXTRA_RUNGS)):
+            raise ValueError(
+                f"extra_rungs={self.extra_rungs!r}; allowed: comma-separated {list(EXTRA_RUNGS)}"
+            )
         unknown = sorted(self._disabled() - set(DEFENCES))
         if unknown:
             raise ValueError(f"disabled_defences names unknown defences {unknown}; allowed: {list(DEFENCES)}")
         check_in_range("sol_floor_tolerance", self.sol_floor_tolerance, 0.0, 1.0)
+
+    def extra_rung_list(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.extra_rungs.split(",") if name.strip())
 
     def _disabled(self) -> set[str]:
         return {name.strip() for name in self.disabled_defences.split(",") if name.strip()}
@@ -123,6 +170,8 @@ class SolExecBenchConfig:
             "time_budget_s": self.time_budget_s,
             "flush_bytes": self.flush_bytes or default_flush_bytes(),
             "recheck_k": self.recheck_k,
+            "timing_estimator": self.timing_estimator,
+            "pin_cpu": self.pin_cpu,
             "time_reference": self.time_reference,
             "timeout_s": self.timeout_s,
             "seed": None if self.seed < 0 else self.seed,
@@ -131,5 +180,8 @@ class SolExecBenchConfig:
                 "cpu_seconds": self.cpu_seconds,
                 "address_space_extra_bytes": self.address_space_extra_bytes,
                 "file_bytes": self.file_bytes,
+                "max_processes": self.max_processes,
+                "network_namespace": self.network_isolation,
+                "sandbox_uid": self.sandbox_uid,
             },
         }

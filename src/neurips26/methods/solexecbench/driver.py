@@ -334,7 +334,13 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], part
         index += 1
     if recheck and last[0] not in kept:  # the last timed call is where a stale replay is most likely
         kept[last[0]] = (_clone(last[1]), last[1], last[2])
-    return _stats(samples), kept, (_stats(partner_samples) if partner_samples else None)
+    stats = _stats(samples)
+    if partner_samples:
+        # adjacent (solution, reference) pairs share the machine's load at that moment: the median of
+        # their ratios cancels slow load swings that move both medians (the "paired_ratio" estimator)
+        ratios = sorted(k / max(b, 1) for k, b in zip(samples, partner_samples, strict=False))
+        stats["paired_ratio_median"] = ratios[len(ratios) // 2]
+    return stats, kept, (_stats(partner_samples) if partner_samples else None)
 
 
 def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dict:
@@ -439,6 +445,8 @@ def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, 
         ref_timing = _time_plain(
             lambda i, o: reference(*i), inputs, [], settings, lambda: time.perf_counter()
         )
+    if defended and settings.get("timing_estimator") == "paired_ratio" and "paired_ratio_median" in timing:
+        performance["latency_ms"] = ref_timing["median_ms"] * timing["paired_ratio_median"]
     if settings["time_reference"]:
         performance["reference_latency_ms"] = ref_timing["median_ms" if defended else "mean_ms"]
         performance["speedup_factor"] = performance["reference_latency_ms"] / max(
@@ -498,8 +506,21 @@ def _warm_thread_pools(problem: dict, workload: dict) -> None:
         problem["namespace"]["run"](*_make_inputs(problem, workload, randomise_names=True))
 
 
+def _sandbox_violation() -> str | None:
+    """A sandbox rule the solution broke (even if it caught the error): network use, child processes."""
+    if _NETWORK_ATTEMPTS:
+        return f"network access attempted ({len(_NETWORK_ATTEMPTS)}x: {_NETWORK_ATTEMPTS[0]})"
+    children = _children()
+    if children:
+        return f"solution started child processes {children[:8]}"
+    return None
+
+
 def _evaluate(request: dict) -> list[dict]:
     settings = request["settings"]
+    if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {settings["pin_cpu"]})
     torch.set_num_threads(settings["threads"])
     seed = settings.get("seed")
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
@@ -539,7 +560,12 @@ def _evaluate(request: dict) -> list[dict]:
     except SyntaxError as error:
         return every("COMPILE_ERROR", f"solution does not compile: {error!r}")
     except Exception as error:
-        return every("RUNTIME_ERROR", f"solution failed to import: {error!r}")
+        violation = _sandbox_violation() if guard is not None else None
+        if violation:
+            return every("REWARD_HACK", f"at import: {violation} ({error!r})")
+        return every(
+            "RUNTIME_ERROR", f"solution failed to import: {error!r}\n{traceback.format_exc()[-1500:]}"
+        )
     try:
         if guard is not None:
             guard.integrity("after import")
@@ -556,12 +582,177 @@ def _evaluate(request: dict) -> list[dict]:
         except Incorrect as error:
             results.append({"uuid": workload["uuid"], "status": error.status, "log": str(error)})
         except Exception:
-            results.append(
-                {"uuid": workload["uuid"], "status": "RUNTIME_ERROR", "log": traceback.format_exc()[-2000:]}
-            )
+            violation = _sandbox_violation() if guard is not None else None
+            status = "REWARD_HACK" if violation else "RUNTIME_ERROR"
+            log = (violation + "\n" if violation else "") + traceback.format_exc()[-2000:]
+            results.append({"uuid": workload["uuid"], "status": status, "log": log})
+        else:
+            violation = _sandbox_violation() if guard is not None else None
+            if violation:  # the solution swallowed the sandbox's refusal and went on
+                results[-1] = {"uuid": workload["uuid"], "status": "REWARD_HACK", "log": violation}
     for item in results:
         item["seed"] = seed
     return results
+
+
+# ---------------------------------------------------------------------------------------------------------
+# isolation: network namespace (or a socket block), process-count limit
+# ---------------------------------------------------------------------------------------------------------
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_NETWORK_ATTEMPTS: list[str] = []  # filled by the socket guard, read after each workload
+
+
+class NetworkBlocked(PermissionError):
+    """Raised by the socket guard; the attempt is also recorded, so swallowing it does not hide it."""
+
+
+def _unshare(flags: int) -> str | None:
+    """``unshare(flags)`` through libc (``os.unshare`` is Python 3.12+); None, or the kernel's reason."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(flags) != 0:
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as error:
+        return repr(error)
+    return None
+
+
+def _enter_network_namespace() -> str | None:
+    """A fresh network namespace: only a loopback interface, down — no route anywhere, not even to the
+    host's localhost or abstract unix sockets. Root makes one directly; an unprivileged user needs a new
+    user namespace around it (the forked child is single-threaded, as that requires), with identity id
+    maps so file ownership reads as before. Returns None on success, else the kernel's reason."""
+    if os.geteuid() == 0:
+        return _unshare(_CLONE_NEWNET)
+    reason = _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
+    if reason is None:
+        uid, gid = os.getuid(), os.getgid()
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    return reason
+
+
+def _install_socket_guard() -> None:
+    """Replace every Python-level way to create a socket with one that records the attempt and raises.
+
+    Installed in every child before the solution is imported: the only network barrier when the kernel
+    refuses namespaces, a reporting layer when it does not (the namespace stops what the guard misses,
+    e.g. sockets made through ctypes, which the static check bans).
+    """
+    import _socket
+    import socket
+
+    def blocked(*args, **kwargs):
+        _NETWORK_ATTEMPTS.append(f"socket{args[:2]!r}")
+        raise NetworkBlocked("network access is blocked in the sandbox")
+
+    for module in (socket, _socket):
+        for name in ("socket", "SocketType", "socketpair", "fromfd", "create_connection", "create_server"):
+            if hasattr(module, name):
+                setattr(module, name, blocked)
+
+
+def _count_user_tasks(uid: int) -> int:
+    """Tasks (processes and threads) of ``uid`` on the host: what ``RLIMIT_NPROC`` counts outside a
+    user namespace."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
+_PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE = 8, 38, 47, 2
+_CAP_DAC_READ_SEARCH = 2
+
+
+def _drop_root(uid: int, staging: str) -> None:
+    """Run as ``uid`` when the harness runs as root: root ignores ``RLIMIT_NPROC`` and may write anywhere.
+
+    Only ``CAP_DAC_READ_SEARCH`` is kept (also ambient, for the compilers ``torch.compile`` starts): an
+    installation under a private home (here ``/root/.pyenv``) must stay importable. ``no_new_privs`` stops
+    set-uid binaries from giving root back. The staging dir (the child's cwd, the only place it writes) is
+    handed to ``uid``; the sandbox root is 0711, so the child reaches its own dir but lists nothing else.
+    """
+    import ctypes
+
+    for folder, _, files in os.walk(staging):
+        os.chown(folder, uid, uid)
+        for name in files:
+            os.chown(os.path.join(folder, name), uid, uid)
+    scratch = os.path.join(staging, ".tmp")
+    os.makedirs(scratch, exist_ok=True)
+    os.chown(scratch, uid, uid)
+    os.environ.update(HOME=scratch, TMPDIR=scratch)
+    import tempfile
+
+    tempfile.tempdir = scratch  # gettempdir() may have been cached by the driver, as root
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    data = (Data * 2)()
+    data[0].effective = data[0].permitted = data[0].inheritable = 1 << _CAP_DAC_READ_SEARCH
+    if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) == 0:  # _LINUX_CAPABILITY_VERSION_3
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0)
+
+
+def _isolate(limits: dict, staging: str) -> dict:
+    """Network isolation and the process-count limit; returns what was enforced, for the trace."""
+    import resource
+
+    report: dict = {}
+    reason = _enter_network_namespace() if limits.get("network_namespace", True) else "switched off"
+    report["network"] = "namespace" if reason is None else "socket-guard"
+    if reason is not None:
+        report["namespace_refused"] = reason
+    _install_socket_guard()
+    in_user_namespace = reason is None and os.geteuid() != 0
+    if os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0:
+        _drop_root(limits["sandbox_uid"], staging)
+        report["uid"] = limits["sandbox_uid"]
+    # inside a fresh user namespace the kernel counts RLIMIT_NPROC per namespace (ucounts, Linux 5.14+):
+    # this child is its only task. Outside one it counts every task of the uid on the host, so the limit
+    # is that count plus the headroom (approximate when other jobs of the same uid come and go).
+    current = 1 if in_user_namespace else _count_user_tasks(os.getuid())
+    limit = current + limits["max_processes"]
+    report["enforced"] = os.geteuid() != 0  # root ignores RLIMIT_NPROC
+    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit if hard == resource.RLIM_INFINITY else hard))
+    report["nproc_limit"] = limit
+    report["nproc_scope"] = "user-namespace" if in_user_namespace else "host-uid"
+    return report
 
 
 def _set_limits(limits: dict) -> None:
@@ -576,6 +767,7 @@ def _set_limits(limits: dict) -> None:
 
 
 def _child(request: dict, write_fd: int) -> None:
+    me = os.getpid()
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -585,14 +777,19 @@ def _child(request: dict, write_fd: int) -> None:
     if _REAL_STDOUT >= 0:
         os.close(_REAL_STDOUT)
     os.chdir(request["staging"])
+    isolation: dict = {}
     try:
+        isolation = _isolate(request["settings"]["limits"], request["staging"])
         _set_limits(request["settings"]["limits"])
         payload = {"results": _evaluate(request)}
     except MemoryError:
         payload = {"error": "RUNTIME_ERROR", "log": "out of memory (address-space limit)"}
     except BaseException as error:
         payload = {"error": "RUNTIME_ERROR", "log": f"driver failed: {error!r}"}
-    data = json.dumps(payload, allow_nan=True).encode()
+    if os.getpid() != me:  # a process the solution forked returned into driver code: never answer
+        os._exit(0)
+    payload["isolation"] = isolation
+    data = json.dumps(payload, allow_nan=True).encode() + b"\n"  # the newline ends the answer
     view = memoryview(data)
     while view:
         written = os.write(write_fd, view)
@@ -611,7 +808,8 @@ def _serve_one(request: dict) -> dict:
     deadline = time.monotonic() + request["settings"]["timeout_s"]
     chunks = []
     timed_out = False
-    while True:
+    # read until the answer's newline, not until EOF: processes the solution forked may hold the pipe open
+    while not (chunks and chunks[-1].endswith(b"\n")):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True
@@ -638,8 +836,18 @@ def _serve_one(request: dict) -> dict:
         return {"error": "RUNTIME_ERROR", "log": f"the evaluation process died ({how}) without a result"}
 
 
+def _quiet_library_threads() -> None:
+    """Switch off housekeeping threads honest libraries start lazily (tqdm's monitor, which inductor's
+    progress bars would start in torch.compile's first call), so the thread check need not excuse them."""
+    with contextlib.suppress(ImportError):
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
+
+
 def main() -> None:
     global _REAL_STDOUT
+    _quiet_library_threads()
     _REAL_STDOUT = os.dup(1)
     os.dup2(2, 1)  # anything printed (by torch or a solution) goes to stderr, never into the JSON channel
     out = os.fdopen(_REAL_STDOUT, "w")

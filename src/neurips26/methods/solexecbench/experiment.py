@@ -16,12 +16,16 @@ import time
 from typing import Any
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
-from neurips26.methods.solexecbench.config import SolExecBenchConfig
+from neurips26.methods.solexecbench.config import EXTRA_RUNGS, SolExecBenchConfig
 from neurips26.methods.solexecbench.harness import EvaluationResult, Problem, SolExecBench
 from neurips26.methods.solexecbench.problem_set import DEFAULT_PROBLEMS, SMOKE_PROBLEMS, load_problem_set
 from neurips26.methods.solexecbench.sandbox import Sandbox
 from neurips26.methods.solexecbench.solutions import (
+    COMPILE_PROBLEMS,
+    CPP_KERNELS,
     RUNGS,
+    compile_solution,
+    cpp_solution,
     ladder_solution,
     red_team_families,
     red_team_solution,
@@ -41,7 +45,10 @@ def shared_sandbox(threads: int) -> Sandbox:
 
 
 def select_problems(config: SolExecBenchConfig) -> dict[str, Problem]:
-    names = {"smoke": SMOKE_PROBLEMS, "default": DEFAULT_PROBLEMS, "all": None}[config.problems]
+    if config.problems == "all":  # the default six first, so red_team_problems=n picks them
+        names = DEFAULT_PROBLEMS + tuple(sorted(set(load_problem_set()) - set(DEFAULT_PROBLEMS)))
+    else:
+        names = {"smoke": SMOKE_PROBLEMS, "default": DEFAULT_PROBLEMS}[config.problems]
     problems = load_problem_set(names)
     if config.max_workloads:
         problems = {
@@ -84,9 +91,18 @@ def run(
         if config.red_team:
             targets = list(problems)[: config.red_team_problems or None]
             jobs += [(p, family, -1) for p in targets for family in red_team_families(p)]
+        extra = config.extra_rung_list()
+        if "cpp" in extra:
+            jobs += [(p, "cpp", 0) for p in problems if p in CPP_KERNELS]
+        if "compile" in extra:
+            jobs += [(p, "compile", 0) for p in problems if p in COMPILE_PROBLEMS]
         for name, label, repeat in progress.loop(jobs, total=len(jobs), desc=f"{harness} evaluations"):
             problem = problems[name]
-            if repeat >= 0:
+            if label in ("cpp", "compile"):
+                ladder.setdefault(name, {}).setdefault(label, []).append(
+                    evaluate_extra_rung(bench, problem, label)
+                )
+            elif repeat >= 0:
                 result = bench.evaluate(problem, ladder_solution(name, label))
                 ladder.setdefault(name, {}).setdefault(label, []).append(result)
             else:
@@ -94,6 +110,16 @@ def run(
             evaluations += 1
     wall = time.perf_counter() - start
     return summarise_run(ladder, red, wall, evaluations)
+
+
+def evaluate_extra_rung(bench: SolExecBench, problem: Problem, rung: str) -> EvaluationResult:
+    """The C++ rung (built once per sandbox, cached by source hash) or the torch.compile rung (inductor
+    writes large objects: a bench with a larger file-size limit on the same sandbox)."""
+    if rung == "cpp":
+        return bench.evaluate(problem, cpp_solution(problem.name))
+    config = dataclasses.replace(bench.config, file_bytes=bench.config.compile_file_bytes)
+    compiled = SolExecBench(config, hardware=bench.hardware, sandbox=bench.sandbox)
+    return compiled.evaluate(problem, compile_solution(problem.name))
 
 
 def summarise_run(
@@ -115,6 +141,10 @@ def summarise_run(
     }
     for rung in RUNGS:
         metrics[f"score_{rung}"] = statistics.fmean(mean_score[(p, rung)] for p in ladder)
+    for rung in EXTRA_RUNGS:  # over the problems that have the rung; absent when not evaluated
+        present = [mean_score[(p, rung)] for p in ladder if (p, rung) in mean_score]
+        if present:
+            metrics[f"score_{rung}"] = statistics.fmean(present)
     metrics["ladder_monotone"] = statistics.fmean(
         float(mean_score[(p, "naive")] < mean_score[(p, "eager")] < mean_score[(p, "fused")]) for p in ladder
     )
@@ -159,6 +189,8 @@ METRICS = (
     Metric("score_naive", "max", "S", "mean SOL score of the naive rung"),
     Metric("score_eager", "max", "S", "mean SOL score of the eager (reference-like) rung"),
     Metric("score_fused", "max", "S", "mean SOL score of the fused rung"),
+    Metric("score_cpp", "max", "S", "mean SOL score of the C++ rung (extra_rungs='cpp')"),
+    Metric("score_compile", "max", "S", "mean SOL score of the torch.compile rung (extra_rungs='compile')"),
     Metric("score_above_one", "min", "fraction", "passed workloads with a raw SOL score above 1"),
     Metric("sol_score_cv", "min", "ratio", "run-to-run CV of per-problem mean SOL score (repeats)"),
     Metric("eval_seconds", "min", "s", "wall time per (solution, problem) evaluation"),
@@ -202,6 +234,7 @@ EXPERIMENT = Experiment(
                 "problems": "smoke",
                 "max_workloads": 1,
                 "correctness_rounds": 2,
+                "min_reps": 5,
                 "max_reps": 6,
                 "time_budget_s": 0.02,
                 "flush_bytes": 8 * 2**20,
@@ -209,8 +242,18 @@ EXPERIMENT = Experiment(
                 "red_team_problems": 1,
             },
         ),
-        "default": Profile("default", budget_s=600, seeds=2, overrides={"max_workloads": 2}),
-        "full": Profile("full", budget_s=3600, seeds=3, overrides={"problems": "all", "repeats": 3}),
+        "default": Profile(
+            "default",
+            budget_s=900,
+            seeds=2,
+            overrides={"max_workloads": 1, "time_budget_s": 0.3, "red_team_problems": 3},
+        ),
+        "full": Profile(
+            "full",
+            budget_s=7200,
+            seeds=3,
+            overrides={"problems": "all", "repeats": 3, "extra_rungs": "cpp,compile"},
+        ),
     },
     run=run,
     ours="solexecbench",

@@ -16,6 +16,8 @@ the baseline.
 from __future__ import annotations
 
 import datetime as _datetime
+import hashlib
+import json
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +111,9 @@ def _libs() -> dict[str, str]:
     return {"torch": torch.__version__, "python": platform.python_version()}
 
 
+_SOL_CACHE: dict[tuple[str, ...], tuple[float | None, dict[str, Any]]] = {}
+
+
 class SolExecBench:
     """The harness: one sandbox, one hardware spec, caches of ``T_SOL`` and ``T_b`` per workload."""
 
@@ -123,7 +128,7 @@ class SolExecBench:
         self._hardware: HardwareSpec | None = None
         self._sandbox: Sandbox | None = sandbox
         self._owns_sandbox = sandbox is None
-        self._sol_cache: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        self._sol_cache = _SOL_CACHE
         self._baseline_cache: dict[str, dict[str, float | None]] = {}
 
     def __enter__(self) -> SolExecBench:
@@ -212,12 +217,25 @@ class SolExecBench:
             log = answer.get("log", "") + (
                 "\n" + answer["driver_log"][-1500:] if answer.get("driver_log") else ""
             )
-            return [{"uuid": w.uuid, "status": answer["error"], "log": log} for w in problem.workloads]
-        return answer["results"]
+            results = [{"uuid": w.uuid, "status": answer["error"], "log": log} for w in problem.workloads]
+        else:
+            results = answer["results"]
+        for result in results:  # what the sandbox enforced (network namespace or socket guard, NPROC)
+            result["isolation"] = answer.get("isolation") or None
+        return results
 
     # -- T_SOL and T_b --------------------------------------------------------------------------------
     def sol_ms(self, problem: Problem, workload: Workload) -> tuple[float | None, dict[str, Any]]:
-        key = (problem.name, workload.uuid)
+        # process-wide cache: T_SOL depends only on the reference, the axes, the hardware and the fidelity
+        # (solar's export costs ~1.5 s a workload; an experiment builds one harness per cell)
+        key = (
+            problem.name,
+            workload.uuid,
+            hashlib.sha256(problem.definition.reference.encode()).hexdigest(),
+            json.dumps(problem.definition.resolve_axes(workload.axes), sort_keys=True),
+            repr(self.hardware),
+            self.config.sol_fidelity,
+        )
         if key not in self._sol_cache:
             try:
                 self._sol_cache[key] = sol_time_ms(
@@ -312,6 +330,7 @@ class SolExecBench:
                 score=score.to_dict(),
                 seed=result.get("seed"),
                 harness=self.config.mode,
+                sandbox=result.get("isolation"),
             )
             traces.append(
                 Trace(

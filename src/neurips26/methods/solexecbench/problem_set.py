@@ -15,9 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from neurips26.methods.solexecbench.harness import Problem, load_problem
+from neurips26.methods.solexecbench.problem_catalog import catalog_problems
 
 SMOKE_PROBLEMS = ("rmsnorm", "softmax")
-DEFAULT_PROBLEMS = ("rmsnorm", "softmax", "gemm_bias_relu", "swiglu", "cross_entropy", "moe_topk_routing")
+DEFAULT_PROBLEMS = (
+    "rmsnorm",
+    "softmax",
+    "gemm_bias_relu",
+    "swiglu",
+    "cross_entropy",
+    "moe_topk_routing",
+    # one more per op family the first six lack (the `default` profile's 12; "all" adds the other 20)
+    "gqa_attention",
+    "conv2d",
+    "embedding",
+    "rope",
+    "topk",
+    "cumsum",
+)
 
 FP32_TOLERANCE = {"max_atol": 1e-4, "max_rtol": 1e-4, "required_matched_ratio": 0.999}
 
@@ -275,6 +290,7 @@ def build_problems() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
         ),
         _workloads("gqa_attention", [{"seq": 128}, {"seq": 512}], {"q": random, "k": random, "v": random}),
     )
+    problems.update(catalog_problems(_definition, _t, _workloads))
     return problems
 
 

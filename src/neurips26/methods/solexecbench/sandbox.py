@@ -60,6 +60,9 @@ class Sandbox:
         self.threads = threads
         self.isolation = isolation
         self.root = Path(tempfile.mkdtemp(prefix="solexecbench-"))
+        # 0711: a child that dropped root (see the driver) can reach its own staging dir by path and the
+        # built extensions, but cannot list the root (staging dirs have random names and are 0700)
+        os.chmod(self.root, 0o711)
         self.driver_path = self.root / "driver.py"
         source = resources.files(__package__).joinpath("driver.py").read_text()
         self.driver_path.write_text(source)
@@ -158,5 +161,5 @@ class Sandbox:
 
 
 def sandbox_root_is_private(box: Sandbox) -> bool:
-    """True when the sandbox root is readable by its owner only (mkdtemp creates it 0700)."""
-    return (os.stat(box.root).st_mode & 0o077) == 0
+    """True when only the owner may list or write the sandbox root (others may only traverse it)."""
+    return (os.stat(box.root).st_mode & 0o066) == 0

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import textwrap
 
+from neurips26.methods.solexecbench.ladder_catalog import (
+    CATALOG_LADDER,
+    CATALOG_OUTPUT_SHAPES,
+    CATALOG_SIGNATURES,
+)
 from neurips26.methods.solexecbench.schema import Solution
 
 # per problem: the DPS signature, and the body of each ladder rung (it must fill the outputs)
@@ -156,6 +161,8 @@ LADDER = {
         """,
     },
 }
+LADDER.update(CATALOG_LADDER)
+SIGNATURES.update(CATALOG_SIGNATURES)
 RUNGS = ("naive", "eager", "fused")
 
 
@@ -384,6 +391,7 @@ def _output_shape_source(problem: str) -> str:
         "moe_topk_routing": "tuple(router_logits.shape)",
         "layernorm": "tuple(x.shape)",
         "gqa_attention": "tuple(q.shape)",
+        **CATALOG_OUTPUT_SHAPES,
     }[problem]
     return f"def _output_shape({inputs}):\n    return {shape}\n\n\n"
 
@@ -417,6 +425,56 @@ CPP_KERNELS = {
 
         PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
     """,
+    "softmax": """
+        #include <torch/extension.h>
+        #include <algorithm>
+        #include <cmath>
+
+        // per row: one pass for the max, one writing exp(x - max) and summing it, one scaling by 1/sum
+        void run(torch::Tensor scores, torch::Tensor probs) {
+          TORCH_CHECK(scores.is_contiguous() && probs.is_contiguous(), "contiguous");
+          TORCH_CHECK(scores.scalar_type() == torch::kFloat32, "float32 expected");
+          const int64_t rows = scores.size(0), cols = scores.size(1);
+          const float* sp = scores.data_ptr<float>();
+          float* pp = probs.data_ptr<float>();
+          for (int64_t i = 0; i < rows; ++i) {
+            const float* row = sp + i * cols;
+            float* out = pp + i * cols;
+            float peak = row[0];
+            for (int64_t j = 1; j < cols; ++j) peak = std::max(peak, row[j]);
+            float total = 0.0f;
+            for (int64_t j = 0; j < cols; ++j) {
+              out[j] = std::exp(row[j] - peak);
+              total += out[j];
+            }
+            const float inverse = 1.0f / total;
+            for (int64_t j = 0; j < cols; ++j) out[j] *= inverse;
+          }
+        }
+
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
+    """,
+    "silu_and_mul": """
+        #include <torch/extension.h>
+        #include <cmath>
+
+        // one pass: h = gate / (1 + exp(-gate)) * up, reading the packed [gate | up] row once
+        void run(torch::Tensor gate_up, torch::Tensor h) {
+          TORCH_CHECK(gate_up.is_contiguous() && h.is_contiguous(), "contiguous");
+          TORCH_CHECK(gate_up.scalar_type() == torch::kFloat32, "float32 expected");
+          const int64_t rows = h.size(0), d = h.size(1);
+          const float* gp = gate_up.data_ptr<float>();
+          float* hp = h.data_ptr<float>();
+          for (int64_t i = 0; i < rows; ++i) {
+            const float* gate = gp + i * 2 * d;
+            const float* up = gate + d;
+            float* out = hp + i * d;
+            for (int64_t j = 0; j < d; ++j) out[j] = gate[j] / (1.0f + std::exp(-gate[j])) * up[j];
+          }
+        }
+
+        PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run); }
+    """,
 }
 
 
@@ -440,3 +498,28 @@ def cpp_solution(problem: str) -> Solution:
             ],
         }
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# torch.compile rung (opt-in: inductor compiles C++ for every workload shape, ~10 s each on this CPU)
+# ---------------------------------------------------------------------------------------------------------
+
+COMPILE_PROBLEMS = ("rmsnorm", "softmax", "layernorm", "gelu", "silu_and_mul")
+
+
+def compile_solution(problem: str) -> Solution:
+    """The ``torch.compile`` rung of ``problem``: the eager rung compiled by inductor (static shapes).
+
+    Compilation happens at the first call (a correctness round), inside the sandbox: inductor's C++
+    build runs as a short-lived child of the evaluation, gone before the process check after that call.
+    """
+    if problem not in LADDER:
+        raise ValueError(f"problem={problem!r} has no ladder; choose one of {sorted(LADDER)}")
+    inputs, outputs = SIGNATURES[problem]
+    source = (
+        "import torch\n\n\n"
+        + _function(problem, LADDER[problem]["eager"], "eager")
+        + "\n\n_compiled = torch.compile(eager, dynamic=False)\n\n\n"
+        + f"def run({inputs}, {outputs}):\n    _compiled({inputs}, {outputs})\n"
+    )
+    return make_solution(problem, f"{problem}-compile", source)
