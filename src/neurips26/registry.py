@@ -108,7 +108,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines at equal budget.",
         extras=("llm",),
         experiment="neurips26.methods.spectralkv.experiment:EXPERIMENT",
-        estimate_s=900,
+        estimate_s=1200,
     ),
     _M(
         "sprepe",
@@ -233,7 +233,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Scoring kernels against SOL exposes headroom that speedup scores hide.",
         extras=("sol",),
         experiment="neurips26.methods.solexecbench.experiment:EXPERIMENT",
-        estimate_s=450,
+        estimate_s=540,
     ),
 )
 del _M
