@@ -32,6 +32,7 @@ from neurips26.methods.sprepe import (
     zonal_kernel,
 )
 from neurips26.methods.sprepe.vit import patch_centres
+from neurips26.testing import requires_package
 from neurips26.testing.position_embedding import assert_certificate
 
 torch.set_num_threads(1)
@@ -331,6 +332,11 @@ def test_incompatible_head_dim_and_options_raise() -> None:
         ("n_train", 1700, "exceeds"),
         ("max_spin_deg", 200.0, "max_spin_deg"),
         ("depth", 0, "depth=0"),
+        ("task", "weather", "task='weather' is not allowed"),
+        ("swe_snapshots", 5, "must exceed swe_rollout_steps"),
+        ("swe_patch_width", 5, "swe patch"),
+        ("swe_interval_hours", 0.0, "swe_interval_hours"),
+        ("swe_epochs", 0, "swe_epochs=0"),
     ],
 )
 def test_config_rejects_bad_values(key: str, value: object, message: str) -> None:
@@ -504,17 +510,176 @@ def test_smoke_experiment_returns_finite_metrics_for_every_system() -> None:
     import time
 
     from neurips26.bench.experiment import SilentProgress
-    from neurips26.methods.sprepe.experiment import EXPERIMENT
+    from neurips26.methods.sprepe.experiment import EXPERIMENT, TASK_METRICS
 
     profile = EXPERIMENT.profile("smoke")
-    config = EXPERIMENT.config_for(profile, {}, {})
+    assert [p["task"] for p in profile.points()] == ["digits", "shallow_water"]
     start = time.perf_counter()
-    for name in EXPERIMENT.system_names(profile):
-        metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
-        assert {m.name for m in EXPERIMENT.metrics} == set(metrics), name
-        assert all(math.isfinite(v) for v in metrics.values()), (name, metrics)
-        assert 0.0 <= metrics["accuracy"] <= 1.0
+    for point in profile.points():
+        if point["task"] == "shallow_water":
+            pytest.importorskip("torch_harmonics")
+        config = EXPERIMENT.config_for(profile, point, {})
+        for name in EXPERIMENT.system_names(profile):
+            metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
+            assert set(metrics) == set(TASK_METRICS[point["task"]]), (name, point)
+            assert all(math.isfinite(v) for v in metrics.values()), (name, metrics)
+            if point["task"] == "digits":
+                assert 0.0 <= metrics["accuracy"] <= 1.0
+            else:
+                assert -1.0 <= metrics["acc_rollout"] <= 1.0 and metrics["rmse_rollout"] > 0
     assert time.perf_counter() - start < profile.budget_s
+    assert set().union(*TASK_METRICS.values()) == {m.name for m in EXPERIMENT.metrics}
+
+
+def test_claims_are_restricted_to_their_task() -> None:
+    from neurips26.methods.sprepe.experiment import EXPERIMENT, TASK_METRICS
+
+    for claim in EXPERIMENT.claims:
+        (task,) = claim.where["task"]
+        assert claim.metric in TASK_METRICS[task], claim.text
+
+
+def test_shallow_water_cells_are_not_applicable_off_the_first_digits_grid_values() -> None:
+    from neurips26.bench.experiment import NotApplicable, SilentProgress
+    from neurips26.methods.sprepe.experiment import EXPERIMENT, run_experiment_cell
+
+    full = EXPERIMENT.profile("full")
+    config = EXPERIMENT.config_for(full, {"task": "shallow_water", "split": "NR/R", "max_spin_deg": 0.0}, {})
+    with pytest.raises(NotApplicable, match="split"):
+        run_experiment_cell(EXPERIMENT.systems["none"](config), config, full, 0, SilentProgress())
+
+
+# --- Task B: the forecaster and its scores -----------------------------------------------------------------
+
+
+def tiny_forecaster(pe_name: str = "sprepe_sh"):
+    from neurips26.methods.sprepe.experiment import BUILDERS
+    from neurips26.methods.sprepe.forecasting import SphericalForecaster
+    from neurips26.methods.sprepe.vit import grid_patch_centres
+
+    config = SpRePEConfig(embed_dim=32, depth=1, grid_height=8, grid_width=16, patch_height=4, patch_width=8)
+    lat = np.linspace(80.0, -80.0, 8)
+    lon = np.linspace(-180.0, 180.0, 16, endpoint=False)
+    xyz = grid_patch_centres(lat, lon, 4, 4)
+    pe = BUILDERS[pe_name](config, xyz)
+    model = SphericalForecaster(
+        pe, xyz, channels=3, height=8, width=16, patch_height=4, patch_width=4, dim=32, depth=1, num_heads=2
+    )
+    return model, lat
+
+
+@pytest.mark.parametrize("pe_name", ["sprepe_sh", "axial_rope", "geodesic_bias", "learned_ape"])
+def test_untrained_forecaster_is_persistence_and_rollout_has_the_right_shape(pe_name: str) -> None:
+    """Degenerate equivalence: with the zero-initialised decoder the forecast is the input state."""
+    from neurips26.methods.sprepe.forecasting import rollout
+
+    model, _ = tiny_forecaster(pe_name)
+    fields = torch.randn(2, 3, 8, 16)
+    torch.testing.assert_close(model(fields), fields)
+    assert rollout(model, fields, 3).shape == (2, 3, 3, 8, 16)
+    torch.nn.init.normal_(model.decode.weight, std=0.1)
+    assert not torch.allclose(model(fields), fields)
+
+
+def test_forecaster_decoder_puts_each_token_back_on_its_patch() -> None:
+    """Oracle: a decoder emitting 100 * token + output index lands on pixel (c, r, x) as a naive loop says."""
+
+    class TokenIndex(torch.nn.Module):
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            index = torch.arange(tokens.shape[1], dtype=tokens.dtype)[None, :, None] * 100
+            return (index + torch.arange(3 * 16, dtype=tokens.dtype)).expand(tokens.shape[0], -1, -1)
+
+    model, _ = tiny_forecaster("none")
+    model.decode = TokenIndex()
+    out = model(torch.zeros(1, 3, 8, 16))
+    expected = torch.empty(3, 8, 16)
+    for c in range(3):
+        for r in range(8):
+            for x in range(16):
+                expected[c, r, x] = 100 * ((r // 4) * 4 + x // 4) + c * 16 + (r % 4) * 4 + x % 4
+    torch.testing.assert_close(out[0], expected)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.1, 10.0))
+def test_weighted_rmse_matches_a_loop_and_acc_is_scale_invariant(seed: int, scale: float) -> None:
+    from neurips26.methods.sprepe.forecasting import anomaly_correlation, latitude_weighted_rmse
+
+    g = torch.Generator().manual_seed(seed)
+    f, o = torch.randn(2, 5, 6, generator=g, dtype=torch.float64), torch.randn(2, 5, 6, generator=g).double()
+    w = torch.rand(5, generator=g, dtype=torch.float64) + 0.1
+    naive = [
+        math.sqrt(
+            sum(w[i] * (f[b, i, j] - o[b, i, j]) ** 2 for i in range(5) for j in range(6)) / (6 * w.sum())
+        )
+        for b in range(2)
+    ]
+    torch.testing.assert_close(latitude_weighted_rmse(f, o, w), torch.tensor(naive, dtype=torch.float64))
+    climate = torch.randn(5, 1, generator=g, dtype=torch.float64)
+    acc = anomaly_correlation(f, o, climate, w)
+    assert torch.all(acc.abs() <= 1 + 1e-12)
+    scaled = anomaly_correlation(climate + scale * (f - climate), o, climate, w)
+    torch.testing.assert_close(acc, scaled)
+    torch.testing.assert_close(anomaly_correlation(o, o, climate, w), torch.ones(2, dtype=torch.float64))
+
+
+def test_grid_patch_centres_are_normalised_mean_unit_vectors() -> None:
+    from neurips26.data.spherical import equiangular_grid
+    from neurips26.methods.sprepe.core import xyz_to_latlon
+    from neurips26.methods.sprepe.vit import grid_patch_centres
+
+    lat, lon = equiangular_grid(32, 64)
+    centres = grid_patch_centres(lat, lon, 4, 8)
+    points = latlon_to_xyz(
+        torch.tensor(np.repeat(lat, 64)).double(), torch.tensor(np.tile(lon, 32)).double()
+    ).reshape(32, 64, 3)
+    naive = torch.stack(
+        [
+            points[4 * r : 4 * r + 4, 8 * c : 8 * c + 8].reshape(-1, 3).mean(0)
+            for r in range(8)
+            for c in range(8)
+        ]
+    )
+    torch.testing.assert_close(centres.double(), naive / naive.norm(dim=-1, keepdim=True), atol=1e-6, rtol=0)
+    # same longitudes as the cell-centred patch centres, latitudes within a degree (pulled towards the poles)
+    got, ref = xyz_to_latlon(centres), xyz_to_latlon(patch_centres(32, 64, 4, 8))
+    torch.testing.assert_close(got[1], ref[1], atol=1e-3, rtol=0)
+    assert float((got[0] - ref[0]).abs().max()) < 1.0
+    with pytest.raises(ValueError, match="must divide"):
+        grid_patch_centres(lat, lon, 5, 8)
+
+
+def test_forecast_scores_of_persistence_and_of_the_truth() -> None:
+    from neurips26.methods.sprepe.forecasting import forecast_scores, prepare_forecast_data
+
+    rng = np.random.default_rng(0)
+    lat = np.linspace(80.0, -80.0, 8)
+    fields = rng.standard_normal((4, 7, 3, 8, 16)).cumsum(axis=1).astype(np.float32)
+    data = prepare_forecast_data(fields, lat, np.ones(8), n_train=3, polar_min_lat=60.0)
+    assert data.train_inputs.shape == (3 * 6, 3, 8, 16) and data.test.shape == (1, 7, 3, 8, 16)
+    persistence = forecast_scores(torch.nn.Identity(), data, rollout_steps=5)
+    assert persistence["rmse_rollout"] > persistence["rmse_1step"] > 0
+    with pytest.raises(ValueError, match="rollout_steps=7"):
+        forecast_scores(torch.nn.Identity(), data, rollout_steps=7)
+    with pytest.raises(ValueError, match="n_train=4"):
+        prepare_forecast_data(fields, lat, np.ones(8), n_train=4, polar_min_lat=60.0)
+
+
+@requires_package("torch_harmonics")
+def test_torch_harmonics_and_scipy_spherical_harmonics_agree() -> None:
+    from neurips26.methods.sprepe.baselines import (
+        real_spherical_harmonics,
+        real_spherical_harmonics_torch_harmonics,
+    )
+
+    xyz = unit(np.random.default_rng(0), 40).numpy()
+    xyz[:2] = [[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]  # the poles
+    np.testing.assert_allclose(
+        real_spherical_harmonics_torch_harmonics(xyz, 7), real_spherical_harmonics(xyz, 7), atol=1e-12
+    )
+    assert SphericalHarmonicPE(64).backend == "torch_harmonics"
+    with pytest.raises(ValueError, match="backend='x'"):
+        SphericalHarmonicPE(64, backend="x")
 
 
 def test_readme_usage_snippet_runs() -> None:

@@ -6,8 +6,10 @@ into the same attention block and the same test kit. Provenance:
 - ``NoPositionEmbedding``: re-implemented (trivial).
 - ``LearnedAbsolutePE``: re-implemented; a learned vector per token of a fixed grid (ViT/ClimaX style).
 - ``LatLonSinusoidalPE``: re-implemented; sinusoids of latitude and longitude (Cartesian-grid style).
-- ``SphericalHarmonicPE``: re-implemented with ``scipy.special.sph_harm_y``; torch-harmonics 0.9.3 (whose
-  ``SpectralPositionEmbedding`` this mirrors) requires torch >= 2.14 and would upgrade torch.
+- ``SphericalHarmonicPE``: library adapter over torch-harmonics 0.8.0's orthonormal associated Legendre
+  functions (``torch_harmonics.legendre.legpoly``) when it is installed, else re-implemented with
+  ``scipy.special.sph_harm_y`` (the two agree to 1e-12, tested). It mirrors the ``SpectralPositionEmbedding``
+  of torch-harmonics 0.9.x, which needs torch >= 2.6 binaries (0.9.0) or torch 2.11/>=2.14 (0.9.2/0.9.3).
 - ``AxialRoPE``: library adapter over ``rotary_embedding_torch`` (lucidrains) frequencies and
   ``apply_rotary_emb``, with *integer* longitude frequencies so it is 2 pi periodic.
 - ``EulerSphericalRoPE``: re-implemented; 3-D rotation blocks R_z(f lon) R_y(-f lat) (Unlu 2023, "geotokens").
@@ -35,6 +37,7 @@ __all__ = [
     "NoPositionEmbedding",
     "SphericalHarmonicPE",
     "real_spherical_harmonics",
+    "real_spherical_harmonics_torch_harmonics",
 ]
 
 
@@ -110,26 +113,80 @@ def real_spherical_harmonics(xyz: np.ndarray, degree: int) -> np.ndarray:
     return np.stack(columns, axis=-1)
 
 
+def real_spherical_harmonics_torch_harmonics(xyz: np.ndarray, degree: int) -> np.ndarray:
+    """The same basis and column order as :func:`real_spherical_harmonics`, from torch-harmonics.
+
+    ``legpoly(mmax, lmax, cos(theta), norm="ortho", csphase=False)`` gives c_lm P_l^m(cos theta) with
+    c_lm = sqrt((2l+1)/4pi (l-m)!/(l+m)!); the real harmonics are P-bar_l^|m| times 1, sqrt(2) cos(m lon)
+    (m > 0) or sqrt(2) sin(|m| lon) (m < 0).
+    """
+    from torch_harmonics.legendre import legpoly
+
+    cos_polar = torch.from_numpy(np.clip(xyz[:, 2], -1.0, 1.0)).double()
+    azimuth = np.arctan2(xyz[:, 1], xyz[:, 0])
+    legendre = legpoly(degree + 1, degree + 1, cos_polar, norm="ortho", csphase=False).numpy()  # (m, l, N)
+    columns = []
+    for ell in range(degree + 1):
+        for m in range(-ell, ell + 1):
+            p = legendre[abs(m), ell]
+            if m > 0:
+                columns.append(math.sqrt(2.0) * p * np.cos(m * azimuth))
+            elif m < 0:
+                columns.append(math.sqrt(2.0) * p * np.sin(-m * azimuth))
+            else:
+                columns.append(p)
+    return np.stack(columns, axis=-1)
+
+
+def _torch_harmonics_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch_harmonics") is not None
+
+
 class SphericalHarmonicPE(SphericalPositionEmbedding):
     """Spherical-harmonic absolute embedding: fixed real SH basis functions, one per channel, added to tokens.
 
     Mirrors torch-harmonics' ``SpectralPositionEmbedding``; we use all complete degrees with
     (L+1)^2 <= dim (scaled by sqrt(4 pi) to unit mean square, times a learned gain) and leave the other
     channels at zero, so the embedding's Gram kernel is the rotation-invariant sum_l (2l+1) P_l(cos gamma).
+    ``backend``: "torch_harmonics" (library Legendre functions), "scipy", or "auto" (the first if installed).
+    The features are cached while the same positions come back (a model's fixed token grid).
     """
 
-    def __init__(self, dim: int, initial_gain: float = 0.1) -> None:
+    def __init__(self, dim: int, initial_gain: float = 0.1, backend: str = "auto") -> None:
         super().__init__()
         if dim < 1:
             raise ValueError(f"dim={dim} must be >= 1")
+        if backend not in ("auto", "torch_harmonics", "scipy"):
+            raise ValueError(
+                f"backend={backend!r} is not allowed; choose 'auto', 'torch_harmonics' or 'scipy'"
+            )
+        if backend == "auto":
+            backend = "torch_harmonics" if _torch_harmonics_available() else "scipy"
+        self.backend = backend
         self.dim = dim
         self.degree = math.isqrt(dim) - 1
         # ours: a learned gain, so a fixed unit-RMS embedding cannot swamp small patch tokens at init
         self.gain = nn.Parameter(torch.tensor(float(initial_gain)))
+        self._cache: tuple[np.ndarray, np.ndarray] | None = None
+
+    def harmonics(self, flat: np.ndarray) -> np.ndarray:
+        """Unit-RMS real harmonics ``(N, (L+1)^2)`` at unit vectors ``(N, 3)``."""
+        if self._cache is not None and np.array_equal(self._cache[0], flat):
+            return self._cache[1]
+        basis = (
+            real_spherical_harmonics_torch_harmonics
+            if self.backend == "torch_harmonics"
+            else (real_spherical_harmonics)
+        )
+        features = basis(flat, self.degree) * math.sqrt(4.0 * math.pi)
+        self._cache = (flat.copy(), features)
+        return features
 
     def embed_tokens(self, x: Tensor, xyz: Tensor) -> Tensor:
         flat = xyz.detach().reshape(-1, 3).cpu().double().numpy()
-        features = real_spherical_harmonics(flat, self.degree) * math.sqrt(4.0 * math.pi)
+        features = self.harmonics(flat)
         pe = torch.zeros(flat.shape[0], self.dim, dtype=x.dtype, device=x.device)
         pe[:, : features.shape[1]] = torch.from_numpy(features).to(x.dtype)
         return x + self.gain.to(x.dtype) * pe.reshape(*xyz.shape[:-1], self.dim)

@@ -1,8 +1,11 @@
-"""SpRePE: Spherical Reflection Position Embedding -- Task A, spherical digits with a small ViT.
+"""SpRePE: Spherical Reflection Position Embedding -- the experiment, Task A (digits) and B (forecasting).
 
-Every system is the same ViT with a different position embedding; the run trains it on the chosen split
-(R/R or NR/R) and reports top-1 accuracy on three test strata (uniformly rotated, polar, seam) plus cost.
-Task B (shallow-water forecasting) is not implemented: torch-harmonics needs torch >= 2.14 (see README).
+The config field ``task`` selects the task and every profile sweeps it, so one run covers both.
+Task A: every system is the same ViT with a different position embedding; the run trains it on the chosen
+split (R/R or NR/R) and reports top-1 accuracy on three test strata (uniformly rotated, polar, seam).
+Task B: every system is the same transformer forecaster on shallow-water trajectories from torch-harmonics'
+solver; the run reports height-field RMSE and ACC after 1 step and after a rollout, and polar RMSE.
+Each task returns only its own metrics; claims are restricted to their task with ``Claim.where``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.data.shallow_water import load_shallow_water
 from neurips26.data.spherical import SphericalDigits, load_spherical_digits
 from neurips26.methods.sprepe.baselines import (
     AxialRoPE,
@@ -31,10 +35,23 @@ from neurips26.methods.sprepe.baselines import (
     SphericalHarmonicPE,
 )
 from neurips26.methods.sprepe.config import SpRePEConfig
+from neurips26.methods.sprepe.forecasting import (
+    ForecastData,
+    SphericalForecaster,
+    forecast_scores,
+    prepare_forecast_data,
+    timed_training,
+)
 from neurips26.methods.sprepe.integration import SphericalPositionEmbedding, SpRePE
-from neurips26.methods.sprepe.vit import SphericalViT, patch_centres
+from neurips26.methods.sprepe.vit import SphericalViT, grid_patch_centres, patch_centres
 
-__all__ = ["EXPERIMENT", "PositionEmbeddingSystem", "run_spherical_digits"]
+__all__ = [
+    "EXPERIMENT",
+    "PositionEmbeddingSystem",
+    "run_experiment_cell",
+    "run_shallow_water",
+    "run_spherical_digits",
+]
 
 Builder = Callable[[SpRePEConfig, Tensor], SphericalPositionEmbedding]
 
@@ -51,6 +68,12 @@ def head_dim(config: SpRePEConfig) -> int:
     return config.embed_dim // config.num_heads
 
 
+def token_columns(config: SpRePEConfig) -> int:
+    """Tokens per latitude row of the task's model (the highest integer longitude frequency worth using)."""
+    patch_width = config.swe_patch_width if config.task == "shallow_water" else config.patch_width
+    return config.grid_width // patch_width
+
+
 BUILDERS: dict[str, Builder] = {
     "sprepe_sh": lambda c, xyz: SpRePE(head_dim(c), mode="sh", degree=c.sprepe_degree),
     "sprepe_xyz": lambda c, xyz: SpRePE(head_dim(c), mode="xyz"),
@@ -58,7 +81,7 @@ BUILDERS: dict[str, Builder] = {
     "learned_ape": lambda c, xyz: LearnedAbsolutePE(c.embed_dim, xyz),
     "latlon_sincos": lambda c, xyz: LatLonSinusoidalPE(c.embed_dim),
     "sh_ape": lambda c, xyz: SphericalHarmonicPE(c.embed_dim),
-    "axial_rope": lambda c, xyz: AxialRoPE(head_dim(c), max_lon_frequency=c.grid_width // c.patch_width),
+    "axial_rope": lambda c, xyz: AxialRoPE(head_dim(c), max_lon_frequency=token_columns(c)),
     "euler_rope": lambda c, xyz: EulerSphericalRoPE(head_dim(c)),
     "geodesic_bias": lambda c, xyz: GeodesicBiasPE(c.embed_dim, c.num_heads),
 }
@@ -190,8 +213,132 @@ def run_spherical_digits(
     return {name: float(value) for name, value in metrics.items()}
 
 
+@functools.lru_cache(maxsize=2)
+def cached_forecast_data(
+    n_train: int,
+    n_test: int,
+    snapshots: int,
+    height: int,
+    width: int,
+    interval_hours: float,
+    wind_rms: float,
+    max_ic_degree: int,
+    polar_min_lat: float,
+    seed: int,
+) -> tuple[ForecastData, np.ndarray, np.ndarray]:
+    """Trajectories (cached on disk) split and normalised; shared by all systems and seeds of a run."""
+    trajectories = load_shallow_water(
+        n_train + n_test,
+        snapshots,
+        height=height,
+        width=width,
+        interval_hours=interval_hours,
+        wind_rms=wind_rms,
+        max_ic_degree=max_ic_degree,
+        seed=seed,
+    )
+    data = prepare_forecast_data(
+        trajectories.fields, trajectories.lat, trajectories.latitude_weights, n_train, polar_min_lat
+    )
+    return data, trajectories.lat, trajectories.lon
+
+
+def forecast_data_for(config: SpRePEConfig) -> tuple[ForecastData, np.ndarray, np.ndarray]:
+    return cached_forecast_data(
+        config.swe_n_train_trajectories,
+        config.swe_n_test_trajectories,
+        config.swe_snapshots,
+        config.grid_height,
+        config.grid_width,
+        config.swe_interval_hours,
+        config.swe_wind_rms,
+        config.swe_max_ic_degree,
+        config.polar_min_lat,
+        config.data_seed,
+    )
+
+
+def build_forecaster(
+    system: PositionEmbeddingSystem, config: SpRePEConfig, lat: np.ndarray, lon: np.ndarray
+) -> SphericalForecaster:
+    xyz = grid_patch_centres(lat, lon, config.swe_patch_height, config.swe_patch_width)
+    return SphericalForecaster(
+        system.build(config, xyz),
+        xyz,
+        channels=3,
+        height=config.grid_height,
+        width=config.grid_width,
+        patch_height=config.swe_patch_height,
+        patch_width=config.swe_patch_width,
+        dim=config.embed_dim,
+        depth=config.depth,
+        num_heads=config.num_heads,
+        mlp_ratio=config.mlp_ratio,
+    )
+
+
+def run_shallow_water(
+    system: PositionEmbeddingSystem, config: SpRePEConfig, profile: Profile, seed: int, progress: Progress
+) -> dict[str, float]:
+    """Train the forecaster with ``system``'s position embedding; height RMSE/ACC at 1 step and rollout."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    data, lat, lon = forecast_data_for(config)
+    model = build_forecaster(system, config, lat, lon)
+    train_seconds = timed_training(
+        model,
+        data,
+        progress,
+        epochs=config.swe_epochs,
+        batch_size=config.swe_batch_size,
+        learning_rate=config.swe_learning_rate,
+        weight_decay=config.weight_decay,
+        seed=seed,
+    )
+    metrics = forecast_scores(model, data, config.swe_rollout_steps)
+    metrics["train_seconds"] = train_seconds
+    metrics["pe_parameters"] = float(
+        sum(p.numel() for p in model.position_embedding.parameters() if p.requires_grad)
+    )
+    return {name: float(value) for name, value in metrics.items()}
+
+
+DIGITS_ONLY_FIELDS = ("split", "max_spin_deg", "digit_extent_deg", "n_train", "n_test", "epochs")
+
+
+def run_experiment_cell(
+    system: PositionEmbeddingSystem, config: SpRePEConfig, profile: Profile, seed: int, progress: Progress
+) -> dict[str, float]:
+    """Dispatch on ``config.task``. A grid that also sweeps digits-only fields runs Task B once, at their
+    first listed values; at the other values its cells are ``n/a`` instead of repeats."""
+    if config.task == "digits":
+        return run_spherical_digits(system, config, profile, seed, progress)
+    for name in DIGITS_ONLY_FIELDS:
+        values = profile.grid.get(name)
+        if values and getattr(config, name) != values[0]:
+            raise NotApplicable(f"{name} does not apply to the shallow-water task")
+    return run_shallow_water(system, config, profile, seed, progress)
+
+
 SYSTEM_NAMES = tuple(BUILDERS)
 NON_BIAS_BASELINES = ("none", "learned_ape", "latlon_sincos", "sh_ape", "axial_rope", "euler_rope")
+
+DIGITS: dict[str, tuple[Any, ...]] = {"task": ("digits",)}
+SHALLOW_WATER: dict[str, tuple[Any, ...]] = {"task": ("shallow_water",)}
+TASKS = ["digits", "shallow_water"]
+COST_METRICS = ("train_seconds", "pe_parameters")
+TASK_METRICS: dict[str, tuple[str, ...]] = {
+    "digits": ("accuracy", "accuracy_polar", "accuracy_seam", *COST_METRICS),
+    "shallow_water": (
+        "rmse_1step",
+        "acc_1step",
+        "rmse_rollout",
+        "acc_rollout",
+        "rmse_polar_1step",
+        "rmse_polar_rollout",
+        *COST_METRICS,
+    ),
+}
 
 EXPERIMENT = Experiment(
     slug="sprepe",
@@ -204,6 +351,7 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="noninferior",
             margin=0.02,
+            where=DIGITS,
         ),
         Claim(
             text="SpRePE beats the non-bias position embeddings on the polar stratum",
@@ -211,6 +359,7 @@ EXPERIMENT = Experiment(
             ours="sprepe_sh",
             versus=NON_BIAS_BASELINES,
             kind="better",
+            where=DIGITS,
         ),
         Claim(
             text="SpRePE beats the non-bias position embeddings on the seam stratum",
@@ -218,6 +367,7 @@ EXPERIMENT = Experiment(
             ours="sprepe_sh",
             versus=NON_BIAS_BASELINES,
             kind="better",
+            where=DIGITS,
         ),
         Claim(
             text="SpRePE is comparable in accuracy to the quadratic-memory geodesic bias",
@@ -226,12 +376,60 @@ EXPERIMENT = Experiment(
             versus=("geodesic_bias",),
             kind="noninferior",
             margin=0.02,
+            where=DIGITS,
+        ),
+        Claim(
+            text="SpRePE matches or beats the non-bias position embeddings on shallow-water rollout error",
+            metric="rmse_rollout",
+            ours="sprepe_sh",
+            versus=NON_BIAS_BASELINES,
+            kind="noninferior",
+            margin=0.05,
+            where=SHALLOW_WATER,
+        ),
+        Claim(
+            text="SpRePE beats the non-bias position embeddings on rollout error near the poles",
+            metric="rmse_polar_rollout",
+            ours="sprepe_sh",
+            versus=NON_BIAS_BASELINES,
+            kind="better",
+            where=SHALLOW_WATER,
+        ),
+        Claim(
+            text="SpRePE is comparable in rollout error to the quadratic-memory geodesic bias",
+            metric="rmse_rollout",
+            ours="sprepe_sh",
+            versus=("geodesic_bias",),
+            kind="noninferior",
+            margin=0.05,
+            where=SHALLOW_WATER,
         ),
     ),
     metrics=(
-        Metric("accuracy", "max", "fraction", "top-1 on uniformly rotated test digits"),
-        Metric("accuracy_polar", "max", "fraction", "top-1 on test digits centred at |lat| >= polar_min_lat"),
-        Metric("accuracy_seam", "max", "fraction", "top-1 on test digits straddling lon = 180"),
+        Metric("accuracy", "max", "fraction", "Task A: top-1 on uniformly rotated test digits"),
+        Metric(
+            "accuracy_polar",
+            "max",
+            "fraction",
+            "Task A: top-1 on test digits centred at |lat| >= polar_min_lat",
+        ),
+        Metric("accuracy_seam", "max", "fraction", "Task A: top-1 on test digits straddling lon = 180"),
+        Metric("rmse_1step", "min", "m", "Task B: latitude-weighted RMSE of the height field after 1 step"),
+        Metric("acc_1step", "max", "", "Task B: latitude-weighted anomaly correlation of height, 1 step"),
+        Metric(
+            "rmse_rollout",
+            "min",
+            "m",
+            "Task B: latitude-weighted height RMSE after swe_rollout_steps (5) steps",
+        ),
+        Metric("acc_rollout", "max", "", "Task B: anomaly correlation of height after the rollout"),
+        Metric("rmse_polar_1step", "min", "m", "Task B: height RMSE over |lat| >= polar_min_lat, 1 step"),
+        Metric(
+            "rmse_polar_rollout",
+            "min",
+            "m",
+            "Task B: height RMSE over |lat| >= polar_min_lat after the rollout",
+        ),
         Metric("train_seconds", "min", "s", "wall time of training"),
         Metric("pe_parameters", "min", "count", "trainable parameters of the position embedding"),
     ),
@@ -239,7 +437,7 @@ EXPERIMENT = Experiment(
     profiles={
         "smoke": Profile(
             "smoke",
-            budget_s=40.0,
+            budget_s=50.0,
             seeds=1,
             overrides={
                 "n_train": 120,
@@ -248,19 +446,27 @@ EXPERIMENT = Experiment(
                 "depth": 1,
                 "embed_dim": 32,
                 "batch_size": 60,
+                "swe_n_train_trajectories": 4,
+                "swe_n_test_trajectories": 2,
+                "swe_snapshots": 7,
+                "swe_epochs": 1,
             },
+            grid={"task": TASKS},
         ),
         # Upright digits anywhere on the sphere: full SO(3) spins do not train in minutes on 2 cores
         # (measured ~20% accuracy after 12 epochs); the full profile uses them.
-        "default": Profile("default", budget_s=300.0, seeds=1, overrides={"max_spin_deg": 0.0}),
+        "default": Profile(
+            "default", budget_s=600.0, seeds=1, overrides={"max_spin_deg": 0.0}, grid={"task": TASKS}
+        ),
         "full": Profile(
             "full",
             budget_s=3 * 3600.0,
             seeds=3,
-            overrides={"epochs": 40, "depth": 3},
-            grid={"split": ["R/R", "NR/R"], "max_spin_deg": [0.0, 180.0]},
+            overrides={"epochs": 40, "depth": 3, "swe_epochs": 100, "swe_n_train_trajectories": 128},
+            # Task B runs once per seed, at split R/R and max_spin_deg 0 (its other cells are n/a)
+            grid={"task": TASKS, "split": ["R/R", "NR/R"], "max_spin_deg": [0.0, 180.0]},
         ),
     },
-    run=run_spherical_digits,
+    run=run_experiment_cell,
     ours="sprepe_sh",
 )

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from neurips26.data.spherical import equiangular_grid
 from neurips26.methods.sprepe.integration import PositionalSelfAttention, SphericalPositionEmbedding
 
-__all__ = ["SphericalViT", "patch_centres"]
+__all__ = ["Block", "PatchEmbedding", "SphericalViT", "grid_patch_centres", "patch_centres"]
 
 
 def patch_centres(height: int, width: int, patch_height: int, patch_width: int) -> Tensor:
@@ -27,6 +27,26 @@ def patch_centres(height: int, width: int, patch_height: int, patch_width: int) 
     phi, lam = np.meshgrid(np.deg2rad(lat), np.deg2rad(lon), indexing="ij")
     xyz = np.stack((np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)), axis=-1)
     return torch.from_numpy(xyz.reshape(-1, 3)).float()
+
+
+def grid_patch_centres(
+    lat_deg: np.ndarray, lon_deg: np.ndarray, patch_height: int, patch_width: int
+) -> Tensor:
+    """Unit vectors ``(T, 3)`` of the patch centres of any (lat, lon) product grid, row-major.
+
+    A patch's centre is the normalised mean of its points' unit vectors, so grids that include the poles
+    or are not equally spaced (Gauss-Legendre) get sensible token positions.
+    """
+    height, width = len(lat_deg), len(lon_deg)
+    if height % patch_height or width % patch_width:
+        raise ValueError(
+            f"patch size ({patch_height}, {patch_width}) must divide the grid ({height}, {width})"
+        )
+    phi, lam = np.meshgrid(np.deg2rad(lat_deg), np.deg2rad(lon_deg), indexing="ij")
+    xyz = np.stack((np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)), axis=-1)
+    blocks = xyz.reshape(height // patch_height, patch_height, width // patch_width, patch_width, 3)
+    centres = blocks.mean(axis=(1, 3)).reshape(-1, 3)
+    return torch.from_numpy(centres / np.linalg.norm(centres, axis=-1, keepdims=True)).float()
 
 
 class Block(nn.Module):
@@ -52,9 +72,11 @@ class PatchEmbedding(nn.Module):
     it is itself seam-consistent, so the seam stratum tests the position embedding, not the stem.
     """
 
-    def __init__(self, dim: int, patch_height: int, patch_width: int, stem_channels: int) -> None:
+    def __init__(
+        self, dim: int, patch_height: int, patch_width: int, stem_channels: int, in_channels: int = 1
+    ) -> None:
         super().__init__()
-        self.stem = nn.Conv2d(1, stem_channels, kernel_size=3)
+        self.stem = nn.Conv2d(in_channels, stem_channels, kernel_size=3)
         self.act = nn.GELU()
         self.patches = nn.Conv2d(
             stem_channels, dim, kernel_size=(patch_height, patch_width), stride=(patch_height, patch_width)
