@@ -91,9 +91,10 @@ def main() -> None:
         f"## compression step per prefill (ms, all {model.config.num_hidden_layers} layers, keep {args.keep})"
     )
     print(
-        "| context | SnapKV | SpectralKV (blocked, default) | ratio | SpectralKV (exact pivoting) | ratio |"
+        "| context | SnapKV | SpectralKV default (restart) | ratio | SpectralKV hybrid | ratio "
+        "| SpectralKV exact pivoting | ratio |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for n in args.contexts:
         ids = stream[:n][None]
         presses = {
