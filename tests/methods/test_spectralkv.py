@@ -325,3 +325,16 @@ def test_selection_batched_over_layers_equals_layer_by_layer(block_size):
         alone = select_from_candidates(part, block_size=block_size)
         assert torch.equal(together[2 * k : 2 * k + 2, :, :budget], alone)
         assert bool((together[2 * k : 2 * k + 2, :, budget:] == -1).all())
+
+
+def test_composes_with_kvpress_presses_when_last(model, ids):
+    from kvpress import ComposedPress, KnormPress
+
+    ours = SpectralKVPress(0.5)
+    cache = prefill(model, ids, ComposedPress([KnormPress(0.5), ours]))
+    kept = [cache.layers[i].keys.shape[2] for i in range(3)]
+    assert sum(kept) == 3 * 75 and ours.ledger.per_layer() == [2 * k for k in kept]  # 300 -> 150 -> 75 each
+    uniform = prefill(
+        model, ids, ComposedPress([SpectralKVPress(0.5, budget_mode="uniform"), KnormPress(0.5)])
+    )
+    assert [uniform.layers[i].keys.shape[2] for i in range(3)] == [75, 75, 75]
