@@ -203,6 +203,8 @@ def pivoted_selection(
     block_cosine: float = 0.5,
     rank_tol: float = 1e-6,
     energy_tol: float = 0.0,
+    avoid: tuple[torch.Tensor, torch.Tensor] | None = None,
+    avoid_cosine: float = 0.999,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy residual pivoting (pivoted QR, Businger-Golub) batched over the leading dims.
 
@@ -231,6 +233,9 @@ def pivoted_selection(
     energy_tol:
         Stop (as exhausted) once the residual energy of the unpicked tokens is at most ``energy_tol`` times
         its value before the first pick: the span of the picks already holds the rest.
+    avoid:
+        Optional ``(unit features (..., c, D), valid (..., c))`` of tokens whose near-duplicates (cosine >=
+        ``avoid_cosine``) must never be picked; each round's candidates are screened before ranking.
 
     Returns
     -------
@@ -251,6 +256,8 @@ def pivoted_selection(
     blocked = taken.clone()
     if excluded is not None:
         blocked |= excluded.reshape(batch, n)
+    if avoid is not None:
+        avoid = (avoid[0].reshape(batch, -1, dim).to(phi.dtype), avoid[1].reshape(batch, -1))
     basis = _orthonormal_basis(phi, taken, rank_tol)  # (batch, r0, D): directions already covered
     norms_sq = phi.pow(2).sum(-1)
     residual_sq = norms_sq - (phi @ basis.transpose(1, 2)).pow(2).sum(-1)
@@ -275,6 +282,12 @@ def pivoted_selection(
             break
         masked = residual_sq.masked_fill(blocked, -1.0)
         top_sq, top = masked.topk(min(2 * block_size if block_size > 1 else 1, n), dim=-1)
+        if avoid is not None:  # screen only the candidates about to be ranked: cheap, and exact
+            repeat = _repeats_of(phi, top, avoid, avoid_cosine) & (top_sq >= 0)
+            if bool(repeat.any()):
+                rows = torch.arange(batch, device=phi.device).unsqueeze(-1).expand_as(top)
+                blocked[rows[repeat], top[repeat]] = True
+                continue
         residual = _residual_rows(phi, top, basis)  # (batch, m, D)
         valid = (top_sq > floor) & ~exhausted.unsqueeze(-1)
         if block_size > 1:
@@ -293,6 +306,16 @@ def pivoted_selection(
         count += take.sum(-1)
     exhausted |= (count < k) & (count >= rank_left)
     return picked.reshape(*lead, n), exhausted.reshape(lead)
+
+
+def _repeats_of(
+    phi: torch.Tensor, index: torch.Tensor, avoid: tuple[torch.Tensor, torch.Tensor], threshold: float
+) -> torch.Tensor:
+    """``(batch, m)`` bool: candidates ``index`` whose feature direction repeats an ``avoid`` token's."""
+    rows = phi.gather(1, index.unsqueeze(-1).expand(-1, -1, phi.shape[-1]))
+    unit = rows / rows.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    cos = unit @ avoid[0].transpose(1, 2)  # (batch, m, c)
+    return ((cos >= threshold) & avoid[1].unsqueeze(1)).any(-1)
 
 
 def _residual_rows(phi: torch.Tensor, index: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
@@ -441,15 +464,16 @@ def select_from_candidates(
         if not bool(need.any()):
             break
         # round 0 complements the forced tokens (a duplicate of one has no residual); a restart resets
-        # residuals to the full features, so duplicates of kept tokens must be excluded explicitly
-        duplicate = _near_duplicates_of(unit, kept, duplicate_cosine) if round_ else torch.zeros_like(kept)
+        # residuals to the full features, so candidates repeating a kept token are screened out
         picked, _ = pivoted_selection(
             c.features,
             need,
             chosen=kept if round_ == 0 else None,
-            excluded=kept | duplicate | ~c.valid,
+            excluded=kept | ~c.valid,
             block_size=block_size,
             energy_tol=energy_tol,
+            avoid=_gather_kept(unit, kept) if round_ else None,
+            avoid_cosine=duplicate_cosine,
         )
         kept |= picked
         if strategy == "hybrid" or not bool(picked.any()):
@@ -528,15 +552,6 @@ def _forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:
     trimmed = torch.zeros_like(forced)
     trimmed[idx[-budget:]] = True  # the most recent tokens win: the window matters most for decoding
     return trimmed
-
-
-def _near_duplicates_of(unit: torch.Tensor, kept: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``(B, H, n)`` bool: tokens whose unit feature has cosine >= threshold with some kept token."""
-    if not bool(kept.any()):
-        return torch.zeros_like(kept)
-    kept_unit, kept_valid = _gather_kept(unit, kept)
-    cos = unit @ kept_unit.transpose(-1, -2)  # (B, H, n, count): only against kept tokens
-    return ((cos >= threshold) & kept_valid.unsqueeze(-2)).any(-1) & ~kept
 
 
 def _fill_by_score(
