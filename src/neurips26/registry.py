@@ -118,7 +118,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Householder-reflection position encoding beats other PEs for attention on the sphere.",
         extras=("vision",),
         experiment="neurips26.methods.sprepe.experiment:EXPERIMENT",
-        estimate_s=800,
+        estimate_s=700,
     ),
     _M(
         "sad",
