@@ -338,3 +338,17 @@ def test_composes_with_kvpress_presses_when_last(model, ids):
         model, ids, ComposedPress([SpectralKVPress(0.5, budget_mode="uniform"), KnormPress(0.5)])
     )
     assert [uniform.layers[i].keys.shape[2] for i in range(3)] == [75, 75, 75]
+
+
+def test_negative_gamma_reverses_the_budget_direction(model, ids):
+    forward, reverse = SpectralKVPress(0.75, gamma=1.0), SpectralKVPress(0.75, gamma=-1.0)
+    prefill(model, ids, forward)
+    prefill(model, ids, reverse)
+    forward.ledger.check()
+    reverse.ledger.check()
+    order = np.argsort([forward.concentrations[i] for i in range(3)])
+    most, least = int(order[-1]), int(order[0])
+    assert forward.ledger.per_layer()[most] >= forward.ledger.per_layer()[least]
+    assert reverse.ledger.per_layer()[most] <= reverse.ledger.per_layer()[least]
+    with pytest.raises(ValueError, match="gamma"):
+        SpectralKVPress(0.5, gamma=float("nan"))

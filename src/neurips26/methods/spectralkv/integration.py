@@ -106,7 +106,11 @@ class SpectralKVPress(BasePress):
     window_size: int = param(32, "SnapKV paper: observation window of the last 32 prompt tokens")
     kernel_size: int = param(5, "SnapKV / kvpress default pooling kernel for observed-attention scores")
     n_sink: int = param(4, "StreamingLLM paper: 4 attention-sink tokens")
-    gamma: float = param(1.0, "ours: budgets proportional to concentration (linear); swept in the bench")
+    gamma: float = param(
+        1.0,
+        "ours: budgets proportional to concentration (linear); gamma < 0 reverses the paper's direction "
+        "(more slots to diffuse layers, as ZigZagKV does), gamma = 0 is uniform",
+    )
     layer_cap: float = param(1.0, "ours: a layer may keep up to its whole context")
     score_power: float = param(
         1.0, "ours: features weighted by sqrt(observed attention) so pivots are distinct *and* attended"
@@ -133,6 +137,12 @@ class SpectralKVPress(BasePress):
         for name in ("window_size", "kernel_size", "block_size"):
             check_int(name, getattr(self, name))
         check_int("n_sink", self.n_sink, 0)
+        if (
+            isinstance(self.gamma, bool)
+            or not isinstance(self.gamma, (int, float))
+            or not math.isfinite(self.gamma)
+        ):
+            raise ValueError(f"gamma must be a finite number, got {self.gamma!r}")
         if not 0 < self.layer_cap <= 1:
             raise ValueError(f"layer_cap must be in (0, 1], got {self.layer_cap!r}")
         if self.budget_mode == "static" and self.profile is None:
@@ -242,7 +252,8 @@ class SpectralKVPress(BasePress):
 
     def _compress_pending(self, cache: Any, n: int, nominal: int, floor: int) -> None:
         order = sorted(self._pending)
-        weights = [self._pending[i].concentration ** self.gamma for i in order]
+        # a floor keeps c ** gamma finite for gamma < 0 (the opposite direction: more slots to diffuse layers)
+        weights = [max(self._pending[i].concentration, 1e-6) ** self.gamma for i in order]
         budgets = self._water_fill(weights, n, nominal, floor).tolist()
         if self.selector == "topk":
             selections = [self.select(self._pending[i], b) for i, b in zip(order, budgets, strict=True)]
@@ -413,7 +424,7 @@ def calibrate_budget_profile(
         with torch.no_grad(), observer.observing(model):
             model(ids, past_key_values=DynamicCache())
         sums += torch.tensor(
-            [observer.concentrations[i] ** gamma for i in range(len(sums))], dtype=torch.float64
+            [max(observer.concentrations[i], 1e-6) ** gamma for i in range(len(sums))], dtype=torch.float64
         )
     weights = sums / len(prompts)
     weights = weights / weights.mean() if float(weights.sum()) > 0 else torch.ones_like(weights)
