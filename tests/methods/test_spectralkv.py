@@ -352,3 +352,9 @@ def test_negative_gamma_reverses_the_budget_direction(model, ids):
     assert reverse.ledger.per_layer()[most] <= reverse.ledger.per_layer()[least]
     with pytest.raises(ValueError, match="gamma"):
         SpectralKVPress(0.5, gamma=float("nan"))
+
+
+def test_calibration_measures_prompts_a_compressing_press_would_reject(model):
+    short = torch.randint(0, 256, (1, 60), generator=torch.Generator().manual_seed(10))  # 50% of 60 < 36
+    profile = calibrate_budget_profile(model, [short])
+    assert len(profile.weights) == 3 and all(math.isfinite(w) for w in profile.weights)

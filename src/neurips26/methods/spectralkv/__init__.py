@@ -19,7 +19,6 @@ from neurips26.methods.spectralkv.integration import (
     SpectralKVPress,
     calibrate_budget_profile,
     check_supported_model,
-    track_cache_bytes,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, ledger_from_cache
 
@@ -36,5 +35,4 @@ __all__ = [
     "near_duplicate_share",
     "pivoted_selection",
     "select_coreset",
-    "track_cache_bytes",
 ]

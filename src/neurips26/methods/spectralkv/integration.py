@@ -45,7 +45,7 @@ from neurips26.methods.spectralkv.core import (
     stack_candidates,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
-from neurips26.zoo.press_eval import post_rope_queries, track_cache_bytes
+from neurips26.zoo.press_eval import post_rope_queries
 
 try:  # kvpress is the llm extra; the press is unusable without it, the core is not
     from kvpress.presses.base_press import BasePress
@@ -59,7 +59,6 @@ __all__ = [
     "SpectralKVPress",
     "calibrate_budget_profile",
     "check_supported_model",
-    "track_cache_bytes",
 ]
 
 BUDGET_MODES = ("entropy", "static", "uniform")
@@ -68,7 +67,6 @@ SELECTORS = ("coreset", "topk")
 
 @dataclass
 class _LayerAnalysis:
-    module: nn.Module
     keys: torch.Tensor
     values: torch.Tensor
     scores: torch.Tensor  # (B, H, n) SnapKV-style observed attention, window padded with max + 1
@@ -182,6 +180,12 @@ class SpectralKVPress(BasePress):
         n = keys.shape[2]
         nominal = nominal_kept(n, self.compression_ratio)
         floor = min(n, self.n_sink + self.window_size)
+        if self._observe_only:  # calibration: concentration only, whatever the ratio would keep
+            if n > floor:
+                self.concentrations[idx] = self._analyse(
+                    module, hidden_states, keys, values, kwargs
+                ).concentration
+            return output
         if self.compression_ratio == 0 or n <= floor:
             note = "" if self.compression_ratio == 0 else f"context {n} <= sinks + window {floor}: kept all"
             self._record(idx, n, n, [n] * keys.shape[1], floor, note)
@@ -193,8 +197,6 @@ class SpectralKVPress(BasePress):
             )
         analysis = self._analyse(module, hidden_states, keys, values, kwargs)
         self.concentrations[idx] = analysis.concentration
-        if self._observe_only:
-            return output
         if self.budget_mode == "entropy":
             self._pending[idx] = analysis
             if len(self._pending) == self._num_layers:
@@ -232,7 +234,7 @@ class SpectralKVPress(BasePress):
         concentration = attention_concentration(attention, candidates)
         b, _, _, d = queries.shape
         grouped = queries.reshape(b, heads_kv, group * w, d)
-        return _LayerAnalysis(module, keys, values, scores, grouped, concentration)
+        return _LayerAnalysis(keys, values, scores, grouped, concentration)
 
     def _budgets_for(self, n: int, nominal: int, floor: int) -> torch.Tensor:
         """Per-layer budgets of the uniform and static modes (fixed before the layers run)."""
