@@ -4,7 +4,8 @@
 
 Attention-output error over the prefix for the decode queries (the experiment's ``fidelity_error``) on 4
 train-split windows of 2048 + 16 tokens of the zoo's tiny-llama, for score power beta in {1, 2, 4}, rank
-strategy hybrid / restart, and entropy vs uniform layer budgets, next to SnapKV and TOVA.
+strategy hybrid / restart, and entropy vs uniform layer budgets, next to SnapKV and TOVA; then the budget
+direction gamma in {2, 1, -1} (restart coreset, beta 1) and the per-layer concentration of those windows.
 """
 
 from __future__ import annotations
@@ -42,9 +43,19 @@ def main() -> None:
         ):
             press = SpectralKVPress(ratio, score_power=beta, rank_strategy=strategy, budget_mode=mode)
             errors[f"beta={beta:g} {strategy} {mode}"] = fidelity(press)
+        for gamma in (2.0, -1.0):  # gamma = 1 is in the grid above
+            errors[f"beta=1 restart entropy gamma={gamma:g}"] = fidelity(SpectralKVPress(ratio, gamma=gamma))
         print(f"\n## keep {keep:g}\n| system | fidelity error |\n|---|---|")
         for name, value in sorted(errors.items(), key=lambda kv: kv[1]):
             print(f"| {name} | {value:.4f} |")
+
+    observer = SpectralKVPress(0.5)
+    with torch.no_grad(), observer.observing(model):
+        model(ids[:, :2048])
+    print(
+        "\nconcentration per layer:",
+        [round(observer.concentrations[i], 3) for i in sorted(observer.concentrations)],
+    )
 
 
 if __name__ == "__main__":
