@@ -341,7 +341,6 @@ class _CudaEventClock:
         self.notes: dict = {}
 
     def _window(self, fn) -> tuple:
-        self.flush.zero_()
         self.sync()
         self.record(self.start)
         result = fn()
@@ -350,6 +349,7 @@ class _CudaEventClock:
         return result, int(self.elapsed(self.start, self.end) * 1e6)
 
     def measure(self, fn, index: int) -> tuple:
+        self.flush.zero_()
         return self._window(fn)
 
     def info(self) -> dict:
