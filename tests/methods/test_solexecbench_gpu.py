@@ -184,6 +184,9 @@ def test_event_clock_flushes_then_synchronises_around_the_window():
     # flush first (outside the window), a sync so queued work is not counted, the window, a sync to finish
     assert recorder.calls == ["flush", "sync", "record:start", "call", "record:end", "sync"]
     assert clock.info() == {"backend": "cuda_events", "flush_bytes": 32}
+    recorder.calls.clear()
+    clock.warm()  # one empty window (lazy CUDA threads start before the thread baseline)
+    assert recorder.calls == ["flush", "sync", "record:start", "flush", "record:end", "sync"]
 
 
 def test_cupti_clock_spans_kernels_inside_the_window_and_falls_back_to_events():
@@ -221,12 +224,15 @@ def test_cupti_request_without_cupti_falls_back_to_events_and_says_so(monkeypatc
             made.append(flush_bytes)
             self.notes = {}
 
+        def warm(self):
+            made.append("warm")
+
     monkeypatch.setattr(driver, "_CudaEventClock", Events)
     monkeypatch.setattr(
         driver, "_CuptiClock", lambda flush_bytes: (_ for _ in ()).throw(ImportError("cupti"))
     )
     clock = driver._make_clock({"timer": "cupti", "flush_bytes": 64})
-    assert isinstance(clock, Events) and made == [64] and "ImportError" in clock.notes["cupti_error"]
+    assert isinstance(clock, Events) and made == [64, "warm"] and "ImportError" in clock.notes["cupti_error"]
     assert isinstance(driver._make_clock({"timer": "cpu", "flush_bytes": 64}), driver._CpuClock)
 
 

@@ -112,6 +112,23 @@ class EvaluationResult:
         return [s.status for s in self.scores]
 
 
+def host_device(device: str) -> str:
+    """``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) resolved against this host's CUDA devices."""
+    import torch
+
+    available = device != "cpu" and torch.cuda.is_available()
+    return resolve_device(device, available, torch.cuda.device_count() if available else 0)
+
+
+def sandbox_cuda_visible(device: str) -> str | None:
+    """The ``CUDA_VISIBLE_DEVICES`` a sandbox for ``device`` (resolved) gets: None (no GPU) on CPU."""
+    import os
+
+    if not device.startswith("cuda"):
+        return None
+    return visible_device(int(device.split(":")[1]), os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
 def gpu_hardware_name(device_name: str, known: list[str] | None = None) -> str:
     """The packaged datasheet spec whose name appears in ``device_name`` ("NVIDIA H200" -> "H200");
     a clear error when none does (pass ``hardware=`` explicitly then)."""
@@ -157,14 +174,8 @@ class SolExecBench:
         self._owns_sandbox = sandbox is None
         self._sol_cache = _SOL_CACHE
         self._baseline_cache: dict[str, dict[str, float | None]] = {}
-        self.device = self._resolve_device()
+        self.device = host_device(self.config.device)
         self.timer = select_timer(self.device, self.config.timer, cupti_importable())
-
-    def _resolve_device(self) -> str:
-        import torch
-
-        available = self.config.device != "cpu" and torch.cuda.is_available()
-        return resolve_device(self.config.device, available, torch.cuda.device_count() if available else 0)
 
     @property
     def on_cuda(self) -> bool:
@@ -207,11 +218,16 @@ class SolExecBench:
         return self._sandbox
 
     def _cuda_visible(self) -> str | None:
-        import os
+        return sandbox_cuda_visible(self.device)
 
-        if not self.on_cuda:
-            return None
-        return visible_device(int(self.device.split(":")[1]), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    def _device_libs(self) -> dict[str, str]:
+        """The device and timer into the trace's ``environment.libs`` (CUDA runtime on GPU runs)."""
+        import torch
+
+        libs = {"device": self.device, "timer": self.timer}
+        if self.on_cuda:
+            libs.update(gpu=self._device_name(), cuda=str(torch.version.cuda))
+        return libs
 
     def language_plan(self, language: str) -> LanguagePlan:
         """How ``language`` runs on this harness's device (or why it cannot)."""
@@ -402,7 +418,7 @@ class SolExecBench:
         else:
             baseline = {}
         traces, scores = [], []
-        environment = Environment(hardware=self.hardware.name, libs=_libs())
+        environment = Environment(hardware=self.hardware.name, libs={**_libs(), **self._device_libs()})
         by_uuid = {r["uuid"]: r for r in results}
         for workload in problem.workloads:
             result = by_uuid[workload.uuid]
