@@ -266,6 +266,16 @@ def test_triton_solution_runs_under_the_interpreter(bench, problem_name, axes):
     assert bench.evaluate(_small(problem_name, **axes), broken).statuses == ["INCORRECT_NUMERICAL"]
 
 
+@pytest.mark.skipif(not INTERPRETER_WORKS, reason="needs Triton >= 3.7's interpreter")
+def test_readme_gpu_language_snippet_runs():
+    import re
+
+    text = (Path(__file__).parents[2] / "src/neurips26/methods/solexecbench/README.md").read_text()
+    snippet = re.findall(r"```python\n(.*?)```", text, re.S)[1]  # the GPU languages without a GPU
+    assert "triton_solution" in snippet
+    exec(compile(snippet, "README.md", "exec"), {})
+
+
 @pytest.mark.skipif(CUDA, reason="checks the behaviour without CUDA")
 def test_triton_without_interpreter_is_a_clear_compile_error():
     with SolExecBench(SolExecBenchConfig(**FAST, triton_interpreter=False)) as harness:

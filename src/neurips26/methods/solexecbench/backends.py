@@ -134,7 +134,7 @@ def language_plan(
         return LanguagePlan(
             False,
             "COMPILE_ERROR",
-            "language 'triton' needs CUDA (device is 'cpu'; torch.cuda.is_available() is False here);"
+            "language 'triton' needs CUDA: this run's device is 'cpu' (no CUDA, or device='cpu');"
             " set triton_interpreter=True to check numerics under TRITON_INTERPRET=1",
         )
     if language == "cuda_cpp":
@@ -142,7 +142,7 @@ def language_plan(
             return LanguagePlan(
                 False,
                 "COMPILE_ERROR",
-                "language 'cuda_cpp' needs CUDA (device is 'cpu'; torch.cuda.is_available() is False here)",
+                "language 'cuda_cpp' needs CUDA: this run's device is 'cpu' (no CUDA, or device='cpu')",
             )
         if nvcc is None:
             return LanguagePlan(
