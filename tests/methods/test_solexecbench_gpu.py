@@ -143,6 +143,19 @@ def test_without_cuda_gpu_requests_end_clearly(bench):
     assert SolExecBench(SolExecBenchConfig(device="auto")).device == "cpu"
 
 
+@pytest.mark.skipif(CUDA, reason="checks the behaviour without CUDA")
+def test_cli_device_cuda_without_cuda_is_one_error_line(tmp_path, capsys):
+    import argparse
+
+    from neurips26.methods.solexecbench import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    args = parser.parse_args(["eval-dataset", str(tmp_path), "--device", "cuda"])
+    assert cli.main(args) == 1
+    assert "device='cuda' but CUDA is not available" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------------------
 # the CUDA clocks' discipline, with recording fakes (the real ones run in the gpu tests)
 # ---------------------------------------------------------------------------------------------------------
@@ -350,7 +363,7 @@ def test_bad_safetensors_inputs_name_the_field(tmp_path, x_path, tensors, messag
     os.symlink(outside, root / "link.safetensors")
     with pytest.raises(FormatError, match=message) as caught:
         load_problem(root)
-    assert "'inputs.x" in str(caught.value)
+    assert "workload.jsonl: workload 'stored-0' field 'inputs.x" in str(caught.value)
 
 
 def test_missing_tensor_key_is_named(tmp_path):

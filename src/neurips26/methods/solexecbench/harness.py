@@ -86,7 +86,10 @@ def load_problem(problem_dir: str | Path) -> Problem:
         raise FormatError(f"problem_dir {str(root)!r} is not a directory")
     definition = load_definition(root / "definition.json")
     workloads = load_workloads(root / "workload.jsonl", definition)
-    check_stored_inputs(definition, workloads, root)  # safetensors paths, keys, dtypes and shapes
+    try:  # safetensors paths, keys, dtypes and shapes
+        check_stored_inputs(definition, workloads, root)
+    except FormatError as error:
+        raise FormatError(f"{root / 'workload.jsonl'}: {error}") from None
     baseline = load_solution(root / BASELINE_FILE) if (root / BASELINE_FILE).exists() else None
     if baseline is not None and baseline.definition != definition.name:
         raise FormatError(
