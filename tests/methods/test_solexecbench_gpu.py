@@ -156,6 +156,32 @@ def test_cli_device_cuda_without_cuda_is_one_error_line(tmp_path, capsys):
     assert "device='cuda' but CUDA is not available" in capsys.readouterr().err
 
 
+def test_cuda_cpp_build_request_goes_to_nvcc_for_one_architecture(tmp_path, monkeypatch):
+    """The compile step's request (captured, not run: no nvcc here): .cu and .cpp sources, nvcc flags,
+    no -lcuda for our kernels, with_cuda on; and a C++ solution without a C++ source is a COMPILE_ERROR."""
+    from neurips26.methods.solexecbench import compile as build
+
+    captured = {}
+
+    def fake_run(command, **kwargs):
+        captured.update(json.loads(command[-1]), env=kwargs["env"], timeout=kwargs["timeout"])
+        raise build.subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    monkeypatch.setattr(build.subprocess, "run", fake_run)
+    environment = {"PATH": "/usr/bin", "TORCH_CUDA_ARCH_LIST": "9.0"}
+    result = build.build_cpp_extension(cuda_solution("rmsnorm"), tmp_path, environment, 7.0, cuda=True)
+    assert (result.status, result.path) == ("TIMEOUT", None)
+    assert [Path(p).name for p in captured["sources"]] == ["kernel.cu", "binding.cpp"]
+    assert captured["cuda"] is True and captured["cuda_cflags"] == ["-O3", "--use_fast_math"]
+    assert captured["ldflags"] == [] and captured["timeout"] == 7.0
+    assert captured["env"]["TORCH_CUDA_ARCH_LIST"] == "9.0"
+    honest = cuda_solution("rmsnorm")
+    spec = honest.spec.model_copy(update={"entry_point": "kernel.cu::run"})
+    cu_only = honest.model_copy(update={"sources": honest.sources[:1], "spec": spec})
+    missing = build.build_cpp_extension(cu_only, tmp_path, environment, 7.0, cuda=False)
+    assert missing.status == "COMPILE_ERROR" and "no source file" in missing.log
+
+
 # ---------------------------------------------------------------------------------------------------------
 # the CUDA clocks' discipline, with recording fakes (the real ones run in the gpu tests)
 # ---------------------------------------------------------------------------------------------------------
@@ -381,7 +407,9 @@ def test_missing_tensor_key_is_named(tmp_path):
 
 @pytest.fixture(scope="module")
 def gpu_bench():
-    with SolExecBench(SolExecBenchConfig(**{**FAST, "flush_bytes": 0}, device="cuda")) as harness:
+    # flush_bytes 0: 2x the GPU's L2; more calls than honest_then_stale's 6 honest ones, so it turns stale
+    gpu = {**FAST, "flush_bytes": 0, "warmup": 2, "min_reps": 5, "max_reps": 8}
+    with SolExecBench(SolExecBenchConfig(**gpu, device="cuda")) as harness:
         yield harness
 
 

@@ -158,13 +158,18 @@ _CUDA_SIGNATURES = {  # binding parameters between x and y, and the launcher's (
 }
 
 
-def _solution(problem: str, language: str, entry: str, sources: dict[str, str], hardware: str) -> Solution:
+def _solution(
+    problem: str, language: str, entry: str, sources: dict[str, str], options: dict | None = None
+) -> Solution:
+    spec = {"languages": [language], "target_hardware": ["cuda"], "entry_point": entry}
+    if options is not None:
+        spec["compile_options"] = options
     return Solution.model_validate(
         {
             "name": f"{problem}-{language}",
             "definition": problem,
             "author": "neurips26",
-            "spec": {"languages": [language], "target_hardware": [hardware], "entry_point": entry},
+            "spec": spec,
             "sources": [
                 {"path": path, "content": textwrap.dedent(text).strip() + "\n"}
                 for path, text in sources.items()
@@ -177,7 +182,7 @@ def triton_solution(problem: str) -> Solution:
     """The Triton rung of ``problem`` (language ``triton``)."""
     if problem not in TRITON_KERNELS:
         raise ValueError(f"problem={problem!r} has no Triton kernel; choose one of {sorted(TRITON_KERNELS)}")
-    return _solution(problem, "triton", "kernel.py::run", {"kernel.py": TRITON_KERNELS[problem]}, "cuda")
+    return _solution(problem, "triton", "kernel.py::run", {"kernel.py": TRITON_KERNELS[problem]})
 
 
 def cuda_solution(problem: str) -> Solution:
@@ -187,4 +192,6 @@ def cuda_solution(problem: str) -> Solution:
     params, args = _CUDA_SIGNATURES[problem]
     binding = _CUDA_BINDING.format(params=params, args=args, doc=f"{problem} (CUDA)")
     sources = {"kernel.cu": _CUDA_KERNELS[problem], "binding.cpp": binding}
-    return _solution(problem, "cuda_cpp", "binding.cpp::run", sources, "cuda")
+    # no -lcuda: the kernels use the runtime API only, so linking needs no driver library (or its stub)
+    options = {"cflags": ["-O3"], "cuda_cflags": ["-O3", "--use_fast_math"], "ld_flags": []}
+    return _solution(problem, "cuda_cpp", "binding.cpp::run", sources, options)
