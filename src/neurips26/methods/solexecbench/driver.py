@@ -8,6 +8,11 @@ process group, rlimits, staging dir as cwd, stdin closed, stdout/stderr to a log
 timeout, answering one JSON line per request on the real stdout. A fork of a process that has only
 imported torch is as clean as a new interpreter and costs milliseconds instead of seconds.
 
+Devices and timers: ``settings['device']`` is ``cpu`` or ``cuda:0`` (the sandbox shows at most one GPU);
+``settings['timer']`` picks the clock — ``perf_counter_ns`` with a 2x LLC flush, CUDA events or CUPTI kernel
+spans with a 2x L2 flush (see :class:`_CudaEventClock`, :class:`_CuptiClock`). The fork server itself never
+initialises CUDA: each forked child does, so no CUDA state crosses a fork.
+
 Modes: ``solexecbench`` (every defence on), ``naive`` (one allclose and a perf_counter loop) and
 ``kernelbench`` (5 random-input trials and a perf_counter loop, no defences) — the two baselines are
 re-implemented here so that all three harnesses see the same solutions in the same sandbox.
