@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neurips26.methods.solexecbench.backends import TIMERS
 from neurips26.methods.solexecbench.config import MODES, SolExecBenchConfig
 from neurips26.methods.solexecbench.core import summarise_dataset
 from neurips26.methods.solexecbench.harness import EvaluationResult, SolExecBench, load_problem
@@ -37,13 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         command.add_argument("--threads", type=int, default=1)
         command.add_argument("--timeout", type=float, default=60.0, help="wall seconds per evaluation")
         command.add_argument("--seed", type=int, default=-1, help="-1: fresh random input seeds")
+        command.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
+        command.add_argument("--timer", default="auto", choices=TIMERS, help="auto: CUPTI > events on CUDA")
     write = sub.add_parser("write-problems", help="write the authored problem set in the official format")
     write.add_argument("out_dir")
 
 
 def _config(args: argparse.Namespace) -> SolExecBenchConfig:
     return SolExecBenchConfig(
-        mode=args.mode, threads=args.threads, timeout_s=args.timeout, seed=args.seed, hardware=args.hw
+        mode=args.mode,
+        threads=args.threads,
+        timeout_s=args.timeout,
+        seed=args.seed,
+        hardware=args.hw,
+        device=args.device,
+        timer=args.timer,
     )
 
 
@@ -96,7 +105,12 @@ def main(args: argparse.Namespace) -> int:
         for problem_dir in sorted(p for p in root.iterdir() if (p / "definition.json").exists()):
             pairs += [(problem_dir, s) for s in sorted((problem_dir / "solutions").glob("*.json"))]
     problems: dict[Path, Any] = {}
-    with SolExecBench(_config(args)) as bench:
+    try:
+        bench = SolExecBench(_config(args))
+    except ValueError as error:  # e.g. --device cuda on a host without CUDA
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    with bench:
         for problem_dir, solution_path in pairs:
             try:
                 if problem_dir not in problems:

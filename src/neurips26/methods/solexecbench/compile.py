@@ -5,6 +5,11 @@ and the entry point ``kernel.cpp::run`` names a bound function. :func:`build_cpp
 ``torch.utils.cpp_extension.load`` (g++ and ninja) in a **separate** ``python -I`` subprocess with a scrubbed
 environment and its own timeout, before any evaluation; the driver then imports the built ``.so`` by path.
 Builds are cached by source hash for the life of the sandbox.
+
+The ``cuda_cpp`` language goes through the same step with ``cuda=True``: ``.cu`` sources are compiled by
+``nvcc`` (``compile_options.cuda_cflags``, default ``-O3 --use_fast_math``) for the architecture of the
+evaluation GPU only (``TORCH_CUDA_ARCH_LIST``, so a build does not target every architecture), linked with
+``compile_options.ld_flags`` (default ``-lcuda``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import json, sys
 from torch.utils.cpp_extension import load
 request = json.loads(sys.argv[1])
 module = load(name=request["name"], sources=request["sources"], build_directory=request["build"],
-              extra_cflags=request["cflags"], extra_ldflags=request["ldflags"], verbose=False)
+              extra_cflags=request["cflags"], extra_cuda_cflags=request["cuda_cflags"],
+              extra_ldflags=request["ldflags"], with_cuda=request["cuda"], verbose=False)
 print(json.dumps({"path": module.__file__}))
 """
 
@@ -38,10 +44,18 @@ class BuildResult:
     log: str = ""
 
 
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+CUDA_SUFFIXES = (".cu",)
+
+
 def build_cpp_extension(
-    solution: Solution, root: Path, environment: dict[str, str], timeout_s: float = 300.0
+    solution: Solution,
+    root: Path,
+    environment: dict[str, str],
+    timeout_s: float = 300.0,
+    cuda: bool = False,
 ) -> BuildResult:
-    """Compile ``solution``'s C++ sources under ``root`` (cached by source hash)."""
+    """Compile ``solution``'s C++ (and, with ``cuda``, CUDA) sources under ``root`` (cached by hash)."""
     digest = hashlib.sha256(
         json.dumps([solution.spec.model_dump(), [s.model_dump() for s in solution.sources]]).encode()
     ).hexdigest()[:16]
@@ -56,15 +70,21 @@ def build_cpp_extension(
         target = folder / "src" / source.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(source.content)
-        if source.path.endswith((".cpp", ".cc", ".cxx")):
+        if source.path.endswith(CPP_SUFFIXES + (CUDA_SUFFIXES if cuda else ())):
             sources.append(str(target))
+    if not sources:
+        suffixes = CPP_SUFFIXES + (CUDA_SUFFIXES if cuda else ())
+        return BuildResult(None, module, "COMPILE_ERROR", f"no source file ends with {list(suffixes)}")
     options = solution.spec.compile_options
+    ldflags = list(options.ld_flags) if options else (["-lcuda"] if cuda else [])
     request = {
         "name": module,
         "sources": sources,
         "build": str(folder),
         "cflags": (options.cflags if options and options.cflags else ["-O3"]),
-        "ldflags": [f for f in (options.ld_flags if options else []) if f != "-lcuda"],
+        "cuda_cflags": (options.cuda_cflags if options else ["-O3", "--use_fast_math"]) if cuda else [],
+        "ldflags": ldflags if cuda else [f for f in ldflags if f != "-lcuda"],
+        "cuda": cuda,
     }
     try:
         done = subprocess.run(

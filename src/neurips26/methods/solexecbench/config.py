@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from neurips26.core.config import param
 from neurips26.core.validation import check_choice, check_in_range, check_positive
 from neurips26.methods.solar import FIDELITIES
+from neurips26.methods.solexecbench.backends import TIMERS, parse_device
 
 MODES = ("solexecbench", "naive", "kernelbench")
 EXTRA_RUNGS = ("cpp", "compile")
@@ -93,6 +94,16 @@ class SolExecBenchConfig:
         " comma-separated; opt-in: each C++ build or inductor compile takes 30-100 s on this CPU",
     )
     compile_file_bytes: int = param(2**30, "ours: RLIMIT_FSIZE for the compile rung (inductor's g++ output)")
+    device: str = param("cpu", "issue: 'cpu', 'cuda', 'cuda:N' or 'auto' (cuda:0 when CUDA is available)")
+    timer: str = param(
+        "auto", "upstream: CUPTI kernel spans when cupti-python imports, else CUDA events; 'cpu' on CPU"
+    )
+    triton_interpreter: bool = param(
+        True, "ours: without CUDA, run triton solutions under TRITON_INTERPRET=1 (numerics only)"
+    )
+    gpu_memory_fraction: float = param(
+        0.9, "ours: torch.cuda.set_per_process_memory_fraction in the child (caching allocator only)"
+    )
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
@@ -148,6 +159,9 @@ class SolExecBenchConfig:
         if unknown:
             raise ValueError(f"disabled_defences names unknown defences {unknown}; allowed: {list(DEFENCES)}")
         check_in_range("sol_floor_tolerance", self.sol_floor_tolerance, 0.0, 1.0)
+        check_in_range("gpu_memory_fraction", self.gpu_memory_fraction, 0.0, 1.0)
+        parse_device(self.device)
+        check_choice("timer", self.timer, TIMERS)
 
     def extra_rung_list(self) -> tuple[str, ...]:
         return tuple(name.strip() for name in self.extra_rungs.split(",") if name.strip())

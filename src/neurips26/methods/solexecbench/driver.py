@@ -8,6 +8,11 @@ process group, rlimits, staging dir as cwd, stdin closed, stdout/stderr to a log
 timeout, answering one JSON line per request on the real stdout. A fork of a process that has only
 imported torch is as clean as a new interpreter and costs milliseconds instead of seconds.
 
+Devices and timers: ``settings['device']`` is ``cpu`` or ``cuda:0`` (the sandbox shows at most one GPU);
+``settings['timer']`` picks the clock — ``perf_counter_ns`` with a 2x LLC flush, CUDA events or CUPTI kernel
+spans with a 2x L2 flush (see :class:`_CudaEventClock`, :class:`_CuptiClock`). The fork server itself never
+initialises CUDA: each forked child does, so no CUDA state crosses a fork.
+
 Modes: ``solexecbench`` (every defence on), ``naive`` (one allclose and a perf_counter loop) and
 ``kernelbench`` (5 random-input trials and a perf_counter loop, no defences) — the two baselines are
 re-implemented here so that all three harnesses see the same solutions in the same sandbox.
@@ -34,6 +39,7 @@ _REAL_STDOUT = -1  # the JSON channel, dup'ed from fd 1 in main()
 
 _TIMER_NAMES = ("perf_counter_ns", "perf_counter", "time", "time_ns", "monotonic", "monotonic_ns")
 _TORCH_NAMES = ("allclose", "isclose", "equal", "isnan", "isinf", "isfinite", "empty", "full", "randn")
+_EVENT_NAMES = ("record", "elapsed_time", "synchronize")
 _TENSOR_NAMES = ("copy_", "clone", "fill_", "abs", "sub", "float", "__sub__", "__eq__", "numel", "item")
 
 
@@ -42,6 +48,9 @@ def _snapshot() -> dict[str, int]:
     ids = {f"time.{n}": id(getattr(time, n)) for n in _TIMER_NAMES}
     ids.update({f"torch.{n}": id(getattr(torch, n)) for n in _TORCH_NAMES})
     ids.update({f"torch.Tensor.{n}": id(getattr(torch.Tensor, n)) for n in _TENSOR_NAMES})
+    # the CUDA timer's pieces (plain attributes: reading them does not initialise CUDA in the fork server)
+    ids.update({f"torch.cuda.Event.{n}": id(getattr(torch.cuda.Event, n)) for n in _EVENT_NAMES})
+    ids["torch.cuda.synchronize"] = id(torch.cuda.synchronize)
     module = sys.modules[__name__]
     ids.update({f"driver.{n}": id(v) for n, v in vars(module).items() if callable(v) and n.startswith("_")})
     ids["builtins.__import__"] = id(
@@ -99,26 +108,40 @@ def _random_tensor(name: str, shape: list[int], dtype: torch.dtype, randomise_na
     return values.to(dtype)
 
 
+_DEVICE = "cpu"  # set per evaluation from the request ("cpu" or "cuda:0": the sandbox sees one GPU)
+
+
 def _make_inputs(problem: dict, workload: dict, randomise_names: bool) -> list:
+    """Fresh inputs on the evaluation device: random values are drawn on the CPU (one seeded generator
+    whatever the device) and moved; safetensors values are fixed by the workload, so each call gets a
+    fresh copy (a unique pointer, never the stored tensor itself)."""
     axes = workload["axes"]
     specs = problem["inputs"]
     custom = {}
     if any(spec.get("type") == "custom" for spec in workload["inputs"].values()):
         scalars = {n: s["value"] for n, s in workload["inputs"].items() if s.get("type") == "scalar"}
-        custom = problem["namespace"][problem["custom_inputs_entrypoint"]]({**axes, **scalars}, "cpu")
+        custom = problem["namespace"][problem["custom_inputs_entrypoint"]]({**axes, **scalars}, _DEVICE)
     values = []
     for name, spec in specs.items():
         given = workload["inputs"].get(name, {"type": "random"})
         if given["type"] == "scalar":
             values.append(given["value"])
         elif given["type"] == "custom":
-            values.append(custom[name])
+            values.append(custom[name].to(_DEVICE))
         elif given["type"] == "safetensors":
-            raise ValueError("safetensors inputs are not supported by the CPU driver yet")
+            values.append(workload["stored"][name].to(_DEVICE, copy=True))
         else:
             shape = [axes[a] for a in spec["shape"]]
-            values.append(_random_tensor(name, shape, DTYPES[spec["dtype"]], randomise_names))
+            values.append(_random_tensor(name, shape, DTYPES[spec["dtype"]], randomise_names).to(_DEVICE))
     return values
+
+
+def _load_stored_inputs(workloads: list[dict]) -> None:
+    """Read the tensors the harness extracted from the workloads' safetensors files (``torch.save`` of a
+    ``{name: tensor}`` dict, loaded with ``weights_only``: tensors only, no code)."""
+    for workload in workloads:
+        path = workload.get("stored_inputs")
+        workload["stored"] = torch.load(path, map_location="cpu", weights_only=True) if path else {}
 
 
 def _empty_outputs(problem: dict, workload: dict, fill_nan: bool) -> list[torch.Tensor]:
@@ -127,9 +150,9 @@ def _empty_outputs(problem: dict, workload: dict, fill_nan: bool) -> list[torch.
         shape = [workload["axes"][a] for a in spec["shape"]]
         dtype = DTYPES[spec["dtype"]]
         if dtype.is_floating_point:
-            outputs.append(torch.full(shape, math.nan if fill_nan else 0.0, dtype=dtype))
+            outputs.append(torch.full(shape, math.nan if fill_nan else 0.0, dtype=dtype, device=_DEVICE))
         else:
-            outputs.append(torch.full(shape, -7 if fill_nan else 0, dtype=dtype))
+            outputs.append(torch.full(shape, -7 if fill_nan else 0, dtype=dtype, device=_DEVICE))
     return outputs
 
 
@@ -288,16 +311,139 @@ def _stats(samples_ns: list[int]) -> dict:
     }
 
 
-def _time_defended(call, make_iteration, settings: dict, recheck: set[int], partner=None) -> tuple:
+class _CpuClock:
+    """``perf_counter_ns`` (bound before user import) around the call; a buffer of ``flush_bytes`` is
+    written before it to evict the caches (2x LLC by default)."""
+
+    name = "cpu"
+
+    def __init__(self, flush_bytes: int) -> None:
+        self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.float32)
+
+    def measure(self, fn, index: int) -> tuple:
+        self.flush.fill_(float(index))
+        start = _PERF()
+        result = fn()
+        return result, _PERF() - start
+
+    def info(self) -> dict:
+        return {"backend": self.name, "flush_bytes": self.flush.numel() * 4}
+
+    def warm(self) -> None:
+        """Nothing to start on the CPU."""
+
+
+class _CudaEventClock:
+    """CUDA events around the call on the current stream, after zeroing a buffer of 2x L2 (upstream's
+    flush) and a device synchronize, so that neither the flush nor the input copies made outside the
+    window are counted; a second synchronize makes the end event (and every stream's work) complete
+    before the time is read. The event methods are bound here, before the solution is imported."""
+
+    name = "cuda_events"
+
+    def __init__(self, flush_bytes: int) -> None:
+        self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.float32, device=_DEVICE)
+        self.sync = torch.cuda.synchronize
+        self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.record, self.elapsed = torch.cuda.Event.record, torch.cuda.Event.elapsed_time
+        self.notes: dict = {}
+
+    def _window(self, fn) -> tuple:
+        self.sync()
+        self.record(self.start)
+        result = fn()
+        self.record(self.end)
+        self.sync()
+        return result, int(self.elapsed(self.start, self.end) * 1e6)
+
+    def measure(self, fn, index: int) -> tuple:
+        self.flush.zero_()
+        return self._window(fn)
+
+    def info(self) -> dict:
+        return {"backend": self.name, "flush_bytes": self.flush.numel() * 4, **self.notes}
+
+    def warm(self) -> None:
+        """One empty window before the thread baseline: whatever CUDA (or CUPTI's buffer-completion
+        worker) starts lazily on first use must not count as the solution's thread."""
+        notes = {k: (list(v) if isinstance(v, list) else v) for k, v in self.notes.items()}
+        self.measure(lambda: self.flush.zero_(), -1)
+        self.notes = notes
+
+
+class _CuptiClock(_CudaEventClock):
+    """Upstream's default: the span from the first kernel start to the last kernel end among the kernels
+    CUPTI recorded inside the window, on every stream (events see only the current one). A window with no
+    kernel record (a host-only solution, or CUPTI dropping records) falls back to the event time and is
+    counted in ``event_fallbacks``."""
+
+    name = "cupti"
+
+    def __init__(self, flush_bytes: int) -> None:
+        super().__init__(flush_bytes)
+        from cupti import cupti
+
+        self.cupti = cupti
+        self.spans: list[tuple[int, int]] = []
+        self.notes = {"event_fallbacks": 0, "kernels_per_call": []}
+
+        def requested():
+            return 8 * 2**20, 0  # buffer bytes, max records (0: as many as fit)
+
+        def completed(activities):
+            self.spans.extend((a.start, a.end) for a in activities if a.kind == self._kernel_kind)
+
+        self._kernel_kind = cupti.ActivityKind.CONCURRENT_KERNEL
+        cupti.activity_register_callbacks(requested, completed)
+        cupti.activity_enable(self._kernel_kind)
+
+    def measure(self, fn, index: int) -> tuple:
+        self.flush.zero_()
+        self.sync()
+        self.cupti.activity_flush_all(1)  # the flush kernel's record is delivered now, then dropped
+        self.spans.clear()
+        begin = self.cupti.get_timestamp()
+        result, event_ns = self._window(fn)
+        end = self.cupti.get_timestamp()
+        self.cupti.activity_flush_all(1)
+        inside = [(s, e) for s, e in self.spans if s >= begin and e <= end]
+        counts = self.notes["kernels_per_call"]
+        if len(counts) < 64:
+            counts.append(len(inside))
+        if not inside:
+            self.notes["event_fallbacks"] += 1
+            return result, event_ns
+        return result, max(e for _, e in inside) - min(s for s, _ in inside)
+
+
+def _make_clock(settings: dict):
+    """The timer the harness selected (``settings['timer']``); CUPTI falls back to events if it fails."""
+    timer = settings.get("timer", "cpu")
+    if timer == "cpu":
+        clock = _CpuClock(settings["flush_bytes"])
+    elif timer == "cupti":
+        try:
+            clock = _CuptiClock(settings["flush_bytes"])
+            clock.warm()  # inside the try: a CUPTI that fails on first use also falls back
+            return clock
+        except Exception as error:  # cupti missing in the sandbox or refusing to start: say so, use events
+            clock = _CudaEventClock(settings["flush_bytes"])
+            clock.notes = {"cupti_error": repr(error)[:300]}
+    else:
+        clock = _CudaEventClock(settings["flush_bytes"])
+    clock.warm()
+    return clock
+
+
+def _time_defended(call, make_iteration, settings: dict, recheck: set[int], clock, partner=None) -> tuple:
     """Cold-cache, fresh-input timing: returns stats and the kept (inputs copy, outputs) of ``recheck``
     and of the last timed call (its inputs were never copied, so only its outputs are re-checked).
 
     Every iteration gets newly allocated inputs with fresh values (kept alive, so pointers are unique) and
-    NaN-filled outputs, made outside the timed window; a buffer of ``flush_bytes`` is written before each
-    timed call to evict the caches. With ``partner`` (the reference), each iteration also times it on its
-    own fresh inputs, in alternating order, so both see the same machine load (paired timing).
+    NaN-filled outputs, made outside the timed window; ``clock`` flushes the caches and measures one call.
+    With ``partner`` (the reference), each iteration also times it on its own fresh inputs, in
+    alternating order, so both see the same machine load (paired timing).
     """
-    flush = torch.empty(max(1, settings["flush_bytes"] // 4), dtype=torch.float32)
     alive, kept, samples, partner_samples = [], {}, [], []
     for _ in range(settings["warmup"]):
         inputs, outputs = make_iteration()
@@ -307,10 +453,8 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], part
 
     def time_partner(index: int) -> None:
         inputs, outputs = make_iteration()
-        flush.fill_(float(index))
-        start = _PERF()
-        partner(inputs, outputs)
-        partner_samples.append(_PERF() - start)
+        _, elapsed = clock.measure(lambda: partner(inputs, outputs), index)
+        partner_samples.append(elapsed)
         alive.append(inputs)
 
     deadline = _PERF() + settings["time_budget_s"] * 1e9  # wall budget: flushes and input making count
@@ -320,11 +464,8 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], part
             time_partner(index)
         inputs, outputs = make_iteration()
         saved = _clone(inputs) if index in recheck else None
-        flush.fill_(float(index))
-        start = _PERF()
-        result = call(inputs, outputs)
-        end = _PERF()
-        samples.append(end - start)
+        result, elapsed = clock.measure(lambda: call(inputs, outputs), index)  # noqa: B023 - called now
+        samples.append(elapsed)
         alive.append(inputs)
         if saved is not None:
             kept[index] = (saved, inputs, result)
@@ -349,9 +490,12 @@ def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dic
         call(inputs, outputs)
     samples = []
     deadline = _PERF() + settings["time_budget_s"] * 1e9
+    sync = torch.cuda.synchronize if _DEVICE.startswith("cuda") else (lambda: None)
     while len(samples) < settings["max_reps"] and (len(samples) < settings["min_reps"] or _PERF() < deadline):
+        sync()
         start = timer()
         call(inputs, outputs)
+        sync()  # a naive GPU loop still waits for the kernel, else it times launches only
         samples.append(int((timer() - start) * 1e9))
     return _stats(samples)
 
@@ -361,7 +505,7 @@ def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dic
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng) -> dict:
+def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng, clock) -> dict:
     names_in = list(problem["inputs"])
     names_out = list(problem["outputs"])
     reference = problem["namespace"]["run"]
@@ -421,7 +565,7 @@ def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, 
             return _make_inputs(problem, workload, True), _empty_outputs(problem, workload, True)
 
         partner = (lambda i, o: reference(*i)) if settings["time_reference"] else None
-        timing, kept, ref_timing = _time_defended(user, make_iteration, settings, recheck, partner)
+        timing, kept, ref_timing = _time_defended(user, make_iteration, settings, recheck, clock, partner)
         guard.integrity("after timing")
         guard.processes("after timing")
         for index, (saved, inputs, outs) in sorted(kept.items()):
@@ -438,6 +582,9 @@ def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, 
         inputs = _make_inputs(problem, workload, randomise_names=False)
         outputs = _empty_outputs(problem, workload, fill_nan=False)
         timing = _time_plain(user, inputs, outputs, settings, lambda: time.perf_counter())
+    timing.update(clock.info() if defended else {"backend": "perf_counter"})
+    if settings.get("triton_interpret"):  # Triton's interpreter runs the kernel as numpy on the CPU
+        timing.update(backend="triton-interpreter", meaningful=False)
     result["timing"] = timing
     performance = {"latency_ms": timing["median_ms"] if defended else timing["mean_ms"]}
     if settings["time_reference"] and not defended:
@@ -502,6 +649,8 @@ def _warm_thread_pools(problem: dict, workload: dict) -> None:
     """Start torch's intra-op pool (a parallel matmul, the reference once) before the thread baseline, so
     an honest solution's first parallel op is not mistaken for thread injection."""
     torch.mm(torch.ones(256, 256), torch.ones(256, 256))
+    if _DEVICE.startswith("cuda"):  # the CUDA context (and its driver threads) exists before the baseline
+        torch.mm(torch.ones(64, 64, device=_DEVICE), torch.ones(64, 64, device=_DEVICE)).sum().item()
     with contextlib.suppress(Exception):  # a failing reference is reported per workload later
         problem["namespace"]["run"](*_make_inputs(problem, workload, randomise_names=True))
 
@@ -516,8 +665,32 @@ def _sandbox_violation() -> str | None:
     return None
 
 
+def _use_device(settings: dict) -> None:
+    """Select the evaluation device: the sandbox shows exactly one GPU (``cuda:0``) or none."""
+    global _DEVICE
+    _DEVICE = settings.get("device", "cpu")
+    if _DEVICE.startswith("cuda"):
+        torch.cuda.set_device(_DEVICE)
+        fraction = settings["limits"].get("gpu_memory_fraction")
+        if fraction:  # the caching allocator's cap; raw cudaMalloc in a CUDA extension is not bounded
+            torch.cuda.set_per_process_memory_fraction(fraction)
+
+
+def _prepare_triton(staging: str, interpret: bool) -> None:
+    """Triton reads these when the solution is imported: a private kernel cache in the staging dir (no
+    cache shared between evaluations), and the interpreter switch (CPU tensors, numpy semantics)."""
+    cache = os.path.join(staging, ".triton")
+    os.makedirs(cache, exist_ok=True)
+    os.environ["TRITON_CACHE_DIR"] = cache
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+
+
 def _evaluate(request: dict) -> list[dict]:
     settings = request["settings"]
+    _use_device(settings)
     if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, {settings["pin_cpu"]})
@@ -541,9 +714,18 @@ def _evaluate(request: dict) -> list[dict]:
     except Exception as error:
         return every("INVALID_REFERENCE", f"reference failed to load: {error!r}")
     problem["namespace"] = namespace
+    try:
+        _load_stored_inputs(workloads)
+    except Exception as error:
+        return every("RUNTIME_ERROR", f"stored (safetensors) inputs failed to load: {error!r}")
     _warm_thread_pools(problem, workloads[0])
-    if request["solution"]["language"] == "pytorch":
+    language = request["solution"]["language"]
+    if language in ("pytorch", "triton"):
         _block_extension_builds()
+    if language == "triton":
+        _prepare_triton(request["staging"], bool(settings.get("triton_interpret")))
+    # the clock (CUPTI starts its own threads) exists before the thread baseline is taken
+    clock = _make_clock(settings) if mode == "solexecbench" else None
     guard = _Guard(settings["defences"]) if mode == "solexecbench" else None
     if guard is not None:
         guard.record_threads()
@@ -576,7 +758,9 @@ def _evaluate(request: dict) -> list[dict]:
     for workload in workloads:
         torch.manual_seed(seed + len(results))
         try:
-            results.append(_evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng))
+            results.append(
+                _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng, clock)
+            )
         except RewardHack as error:
             results.append({"uuid": workload["uuid"], "status": "REWARD_HACK", "log": str(error)})
         except Incorrect as error:
@@ -760,7 +944,8 @@ def _set_limits(limits: dict) -> None:
 
     with open("/proc/self/status") as handle:
         vm = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmSize:"))
-    resource.setrlimit(resource.RLIMIT_AS, (vm + limits["address_space_extra_bytes"],) * 2)
+    if limits["address_space_extra_bytes"]:  # 0 on CUDA: the driver reserves terabytes of virtual space
+        resource.setrlimit(resource.RLIMIT_AS, (vm + limits["address_space_extra_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

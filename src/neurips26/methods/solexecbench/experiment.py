@@ -17,7 +17,13 @@ from typing import Any
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
 from neurips26.methods.solexecbench.config import EXTRA_RUNGS, SolExecBenchConfig
-from neurips26.methods.solexecbench.harness import EvaluationResult, Problem, SolExecBench
+from neurips26.methods.solexecbench.harness import (
+    EvaluationResult,
+    Problem,
+    SolExecBench,
+    host_device,
+    sandbox_cuda_visible,
+)
 from neurips26.methods.solexecbench.problem_set import DEFAULT_PROBLEMS, SMOKE_PROBLEMS, load_problem_set
 from neurips26.methods.solexecbench.sandbox import Sandbox
 from neurips26.methods.solexecbench.solutions import (
@@ -33,15 +39,17 @@ from neurips26.methods.solexecbench.solutions import (
 
 HARNESSES = ("solexecbench", "naive", "kernelbench")
 NEUTRALISED_GAIN = 2.0  # ours: timing noise on the shared machine reaches ~1.5x between runs
-_SANDBOXES: dict[int, Sandbox] = {}
+_SANDBOXES: dict[tuple[int, str | None], Sandbox] = {}
 
 
-def shared_sandbox(threads: int) -> Sandbox:
-    """One driver process per thread count for the whole run (each evaluation still forks a fresh child)."""
-    if threads not in _SANDBOXES:
-        _SANDBOXES[threads] = Sandbox(threads=threads)
-        atexit.register(_SANDBOXES[threads].close)
-    return _SANDBOXES[threads]
+def shared_sandbox(threads: int, cuda_visible: str | None = None) -> Sandbox:
+    """One driver process per thread count (and GPU) for the whole run (each evaluation still forks a
+    fresh child)."""
+    key = (threads, cuda_visible)
+    if key not in _SANDBOXES:
+        _SANDBOXES[key] = Sandbox(threads=threads, cuda_visible=cuda_visible)
+        atexit.register(_SANDBOXES[key].close)
+    return _SANDBOXES[key]
 
 
 def select_problems(config: SolExecBenchConfig) -> dict[str, Problem]:
@@ -81,7 +89,8 @@ def run(
     evaluations = 0
     ladder: dict[str, dict[str, list[EvaluationResult]]] = {}
     red: dict[str, dict[str, EvaluationResult]] = {}
-    with SolExecBench(config, sandbox=shared_sandbox(config.threads)) as bench:
+    sandbox = shared_sandbox(config.threads, sandbox_cuda_visible(host_device(config.device)))
+    with SolExecBench(config, sandbox=sandbox) as bench:
         jobs = [
             (p, rung, r)
             for p in problems

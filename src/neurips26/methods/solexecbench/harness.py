@@ -24,6 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from neurips26.methods.solar import HardwareSpec, load_hardware
+from neurips26.methods.solexecbench.backends import (
+    LanguagePlan,
+    cuda_flush_bytes,
+    cupti_importable,
+    find_nvcc,
+    language_plan,
+    resolve_device,
+    select_timer,
+    visible_device,
+)
 from neurips26.methods.solexecbench.compile import build_cpp_extension
 from neurips26.methods.solexecbench.config import SolExecBenchConfig
 from neurips26.methods.solexecbench.core import (
@@ -33,9 +43,8 @@ from neurips26.methods.solexecbench.core import (
     sol_time_ms,
     summarise_problem,
 )
-from neurips26.methods.solexecbench.sandbox import Sandbox, scrubbed_environment
+from neurips26.methods.solexecbench.sandbox import Sandbox
 from neurips26.methods.solexecbench.schema import (
-    CPU_LANGUAGES,
     Correctness,
     Definition,
     Environment,
@@ -51,6 +60,7 @@ from neurips26.methods.solexecbench.schema import (
     load_workloads,
 )
 from neurips26.methods.solexecbench.static_check import static_check
+from neurips26.methods.solexecbench.stored_inputs import check_stored_inputs, stage_stored_inputs
 
 BASELINE_FILE = "baseline.json"
 
@@ -76,6 +86,10 @@ def load_problem(problem_dir: str | Path) -> Problem:
         raise FormatError(f"problem_dir {str(root)!r} is not a directory")
     definition = load_definition(root / "definition.json")
     workloads = load_workloads(root / "workload.jsonl", definition)
+    try:  # safetensors paths, keys, dtypes and shapes
+        check_stored_inputs(definition, workloads, root)
+    except FormatError as error:
+        raise FormatError(f"{root / 'workload.jsonl'}: {error}") from None
     baseline = load_solution(root / BASELINE_FILE) if (root / BASELINE_FILE).exists() else None
     if baseline is not None and baseline.definition != definition.name:
         raise FormatError(
@@ -99,6 +113,39 @@ class EvaluationResult:
     @property
     def statuses(self) -> list[str]:
         return [s.status for s in self.scores]
+
+
+def host_device(device: str) -> str:
+    """``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) resolved against this host's CUDA devices."""
+    import torch
+
+    available = device != "cpu" and torch.cuda.is_available()
+    return resolve_device(device, available, torch.cuda.device_count() if available else 0)
+
+
+def sandbox_cuda_visible(device: str) -> str | None:
+    """The ``CUDA_VISIBLE_DEVICES`` a sandbox for ``device`` (resolved) gets: None (no GPU) on CPU."""
+    import os
+
+    if not device.startswith("cuda"):
+        return None
+    return visible_device(int(device.split(":")[1]), os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def gpu_hardware_name(device_name: str, known: list[str] | None = None) -> str:
+    """The packaged datasheet spec whose name appears in ``device_name`` ("NVIDIA H200" -> "H200");
+    a clear error when none does (pass ``hardware=`` explicitly then)."""
+    from neurips26.methods.solar import known_hardware
+
+    names = known if known is not None else known_hardware()
+    text = device_name.upper().replace(" ", "-")
+    # longest first, so "H100-SXM" wins over a shorter name it contains
+    matches = [name for name in sorted(names, key=len, reverse=True) if name.upper().split("-")[0] in text]
+    if not matches:
+        raise ValueError(
+            f"no solar hardware spec matches the GPU {device_name!r}; pass hardware= (known: {sorted(names)})"
+        )
+    return matches[0]
 
 
 def _now() -> str:
@@ -130,6 +177,12 @@ class SolExecBench:
         self._owns_sandbox = sandbox is None
         self._sol_cache = _SOL_CACHE
         self._baseline_cache: dict[str, dict[str, float | None]] = {}
+        self.device = host_device(self.config.device)
+        self.timer = select_timer(self.device, self.config.timer, cupti_importable())
+
+    @property
+    def on_cuda(self) -> bool:
+        return self.device.startswith("cuda")
 
     def __enter__(self) -> SolExecBench:
         return self
@@ -145,18 +198,91 @@ class SolExecBench:
     @property
     def hardware(self) -> HardwareSpec:
         if self._hardware is None:
-            self._hardware = load_hardware(self._hardware_arg)
+            name = self._hardware_arg
+            if self.on_cuda and name == "cpu-local":  # the GPU's datasheet spec, never the CPU's
+                name = gpu_hardware_name(self._device_name())
+            self._hardware = load_hardware(name)
         return self._hardware
+
+    def _device_name(self) -> str:
+        import torch
+
+        return torch.cuda.get_device_name(self.device)
 
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.config.threads, self.config.isolation)
+            self._sandbox = Sandbox(self.config.threads, self.config.isolation, self._cuda_visible())
+        elif self._sandbox.cuda_visible != self._cuda_visible():
+            raise ValueError(
+                f"the shared sandbox shows CUDA devices {self._sandbox.cuda_visible!r},"
+                f" this harness needs {self._cuda_visible()!r} (device={self.device!r})"
+            )
         return self._sandbox
 
+    def _cuda_visible(self) -> str | None:
+        return sandbox_cuda_visible(self.device)
+
+    def _device_libs(self) -> dict[str, str]:
+        """The device and timer into the trace's ``environment.libs`` (CUDA runtime on GPU runs)."""
+        import torch
+
+        libs = {"device": self.device, "timer": self.timer}
+        if self.on_cuda:
+            libs.update(gpu=self._device_name(), cuda=str(torch.version.cuda))
+        return libs
+
+    def language_plan(self, language: str) -> LanguagePlan:
+        """How ``language`` runs on this harness's device (or why it cannot)."""
+        import importlib.util
+
+        return language_plan(
+            language,
+            self.device,
+            triton_importable=importlib.util.find_spec("triton") is not None,
+            nvcc=find_nvcc() if language == "cuda_cpp" else None,
+            triton_interpreter=self.config.triton_interpreter,
+        )
+
+    def driver_settings(self, plan: LanguagePlan | None = None) -> dict[str, Any]:
+        """The config's settings plus what this host decided: device, timer, flush size, limits."""
+        settings = self.config.driver_settings()
+        settings.update(device="cuda:0" if self.on_cuda else "cpu", timer=self.timer)
+        settings["triton_interpret"] = bool(plan and plan.interpret)
+        if self.on_cuda:
+            import torch
+
+            if not self.config.flush_bytes:
+                l2 = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0))
+                settings["flush_bytes"] = cuda_flush_bytes(l2)
+            # CUDA reserves terabytes of virtual address space: RLIMIT_AS would kill its initialisation;
+            # device memory is capped (softly) through the caching allocator instead
+            settings["limits"]["address_space_extra_bytes"] = 0
+            settings["limits"]["gpu_memory_fraction"] = self.config.gpu_memory_fraction
+        return settings
+
+    def _compile_environment(self, cuda: bool) -> dict[str, str]:
+        import os
+
+        environment = self.sandbox.environment(str(self.sandbox.root))
+        if cuda:
+            import torch
+
+            nvcc = find_nvcc()
+            if nvcc is not None:
+                cuda_home = os.path.dirname(os.path.dirname(nvcc))
+                environment.update(CUDA_HOME=cuda_home, PATH=f"{cuda_home}/bin:" + environment["PATH"])
+            major, minor = torch.cuda.get_device_capability(self.device)
+            environment["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
+            environment["CUDA_VISIBLE_DEVICES"] = self._cuda_visible() or ""
+        return environment
+
     # -- the driver -----------------------------------------------------------------------------------
-    def _request(self, problem: Problem, solution: Solution | None) -> dict[str, Any]:
+    def _request(
+        self, problem: Problem, solution: Solution | None, plan: LanguagePlan | None = None
+    ) -> dict[str, Any]:
         definition = problem.definition
+        stored = stage_stored_inputs(problem.definition, problem.workloads, problem.path, self.sandbox.root)
         workloads = []
         for workload in problem.workloads:
             tolerance = workload.tolerance.model_dump() if workload.tolerance else None
@@ -165,6 +291,7 @@ class SolExecBench:
                     "uuid": workload.uuid,
                     "axes": definition.resolve_axes(workload.axes),
                     "inputs": {k: v.model_dump() for k, v in workload.inputs.items()},
+                    "stored_inputs": stored.get(workload.uuid),
                     "tolerance": tolerance
                     or {
                         "max_atol": 1e-2,
@@ -194,19 +321,22 @@ class SolExecBench:
             },
             "workloads": workloads,
             "solution": described,
-            "settings": self.config.driver_settings(),
+            "settings": self.driver_settings(plan),
         }
 
     def run_driver(self, problem: Problem, solution: Solution | None) -> list[dict[str, Any]]:
         """Per-workload driver results (``solution=None`` runs the reference as the solution)."""
         sources = {s.path: s.content for s in solution.sources} if solution is not None else {}
-        request = self._request(problem, solution)
-        if solution is not None and solution.spec.languages[0] == "cpp":
+        language = solution.spec.languages[0] if solution is not None else "pytorch"
+        request = self._request(problem, solution, self.language_plan(language))
+        if language in ("cpp", "cuda_cpp"):
+            cuda = language == "cuda_cpp"
             built = build_cpp_extension(
                 solution,
                 self.sandbox.root,
-                scrubbed_environment(self.config.threads, str(self.sandbox.root)),
+                self._compile_environment(cuda),
                 self.config.compile_timeout_s,
+                cuda=cuda,
             )
             if built.path is None:
                 return [{"uuid": w.uuid, "status": built.status, "log": built.log} for w in problem.workloads]
@@ -261,12 +391,9 @@ class SolExecBench:
             raise FormatError(
                 f"solution {solution.name!r}: field 'definition' {solution.definition!r} != {problem.name!r}"
             )
-        language = solution.spec.languages[0]
-        if language not in CPU_LANGUAGES:
-            return (
-                "COMPILE_ERROR",
-                f"language {language!r} is not supported on this host ({list(CPU_LANGUAGES)})",
-            )
+        plan = self.language_plan(solution.spec.languages[0])
+        if not plan.runnable:
+            return plan.status, plan.message
         if self.config.static_check and self.config.mode == "solexecbench":
             findings = static_check({s.path: s.content for s in solution.sources})
             syntax = [f for f in findings if f.reason.startswith("syntax error")]
@@ -294,7 +421,7 @@ class SolExecBench:
         else:
             baseline = {}
         traces, scores = [], []
-        environment = Environment(hardware=self.hardware.name, libs=_libs())
+        environment = Environment(hardware=self.hardware.name, libs={**_libs(), **self._device_libs()})
         by_uuid = {r["uuid"]: r for r in results}
         for workload in problem.workloads:
             result = by_uuid[workload.uuid]

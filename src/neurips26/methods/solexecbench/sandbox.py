@@ -5,9 +5,10 @@ dir, then sends it one request per evaluation; the driver forks a fresh child pe
 rlimits (address space, CPU seconds, file size, no core files) and a wall timeout, in its own staging dir.
 ``isolation="spawn"`` starts a new interpreter per evaluation instead (slower: torch is imported each time).
 
-Not enforced here (needs root or namespaces): network isolation and a process-count rlimit
-(``RLIMIT_NPROC`` counts every process of the user on a shared machine). The AST check bans ``socket``,
-``subprocess`` and ``os``; the driver checks for child processes and new threads.
+Network isolation and the process-count limit are applied by the driver in each child (see
+:mod:`.driver`). ``cuda_visible`` (a GPU run) is the one CUDA device the driver may see: the scrubbed
+environment then sets ``CUDA_VISIBLE_DEVICES`` to it instead of ``""`` and passes ``LD_LIBRARY_PATH`` and
+``CUDA_HOME`` through (the CUDA user-space libraries may live there); everything else stays scrubbed.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ ISOLATIONS = ("fork", "spawn")
 START_TIMEOUT_S = 120.0
 
 
-def scrubbed_environment(threads: int, home: str) -> dict[str, str]:
-    """The only variables the driver sees: a minimal PATH, fixed thread counts, a private HOME/TMPDIR."""
-    return {
+def scrubbed_environment(threads: int, home: str, cuda_visible: str | None = None) -> dict[str, str]:
+    """The only variables the driver sees: a minimal PATH, fixed thread counts, a private HOME/TMPDIR, and
+    no CUDA device unless ``cuda_visible`` names the one a GPU run may use."""
+    environment = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": home,
         "TMPDIR": home,
@@ -38,8 +40,15 @@ def scrubbed_environment(threads: int, home: str) -> dict[str, str]:
         "MKL_NUM_THREADS": str(threads),
         "OPENBLAS_NUM_THREADS": str(threads),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
-        "CUDA_VISIBLE_DEVICES": "",
+        "CUDA_VISIBLE_DEVICES": "" if cuda_visible is None else cuda_visible,
     }
+    if cuda_visible is not None:
+        for name in ("LD_LIBRARY_PATH", "CUDA_HOME"):
+            if os.environ.get(name):
+                environment[name] = os.environ[name]
+        if environment.get("CUDA_HOME"):  # nvcc for cuda_cpp builds
+            environment["PATH"] = os.path.join(environment["CUDA_HOME"], "bin") + ":" + environment["PATH"]
+    return environment
 
 
 class SandboxError(RuntimeError):
@@ -52,13 +61,14 @@ class Sandbox:
     Use as a context manager: ``with Sandbox(threads=1) as box: box.evaluate(request)``.
     """
 
-    def __init__(self, threads: int = 1, isolation: str = "fork") -> None:
+    def __init__(self, threads: int = 1, isolation: str = "fork", cuda_visible: str | None = None) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; choose one of {ISOLATIONS}")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         self.threads = threads
         self.isolation = isolation
+        self.cuda_visible = cuda_visible
         self.root = Path(tempfile.mkdtemp(prefix="solexecbench-"))
         # 0711: a child that dropped root (see the driver) can reach its own staging dir by path and the
         # built extensions, but cannot list the root (staging dirs have random names and are 0700)
@@ -77,6 +87,10 @@ class Sandbox:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def environment(self, home: str) -> dict[str, str]:
+        """The driver's (and the compile step's) environment."""
+        return scrubbed_environment(self.threads, home, self.cuda_visible)
+
     def _start(self) -> subprocess.Popen[str]:
         home = self.root / "home"
         home.mkdir(exist_ok=True)
@@ -86,7 +100,7 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=self.root,
-            env=scrubbed_environment(self.threads, str(home)),
+            env=self.environment(str(home)),
             text=True,
         )
         self.interpreters += 1
