@@ -216,7 +216,15 @@ def quantize_gptq_allocation(
         layer = model.get_submodule(name)
         shape = tuple(layer.weight.shape)
         packed[name] = ScaleBitsLinear.from_quantized(
-            *buffers, shape, allocation[name], tuple(bit_set), tile, group_size, layer.bias
+            *buffers,
+            shape,
+            allocation[name],
+            tuple(bit_set),
+            tile,
+            group_size,
+            layer.bias,
+            getattr(layer, "input_order", None),
+            getattr(layer, "output_order", None),
         )
         replace_module(model, name, packed[name])
     return packed_report(packed, [], None)

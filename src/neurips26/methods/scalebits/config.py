@@ -10,7 +10,7 @@ from neurips26.core.config import param
 from neurips26.core.validation import check_choice
 
 SENSITIVITIES = ("dynamic", "static")
-REORDERINGS = ("folded", "none")
+REORDERINGS = ("folded", "none", "gather")  # gather: folds plus runtime gather indices elsewhere
 MODELS = ("tiny-llama", "tiny-qwen3")  # the zoo models with Llama-style blocks the folds understand
 SCALE_HEADROOM = 16.0  # float16 scale with group size 1 is the most metadata a weight can carry
 

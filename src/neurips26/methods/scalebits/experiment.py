@@ -62,6 +62,7 @@ RECIPES = {
     "scalebits": Recipe("scalebits", "scalebits"),
     "static_sensitivity": Recipe("static_sensitivity", "scalebits", sensitivity="static"),
     "scalebits_no_reorder": Recipe("scalebits_no_reorder", "scalebits", reorder="none"),
+    "scalebits_gather": Recipe("scalebits_gather", "scalebits", reorder="gather"),
     "random_allocation": Recipe("random_allocation", "random"),
     "uniform_rtn": Recipe("uniform_rtn", "rtn"),
     "uniform_gptq": Recipe("uniform_gptq", "gptq"),
@@ -464,6 +465,12 @@ EXPERIMENT = Experiment(
             "perplexity",
             "scalebits",
             ("scalebits_no_reorder",),
+        ),
+        Claim(
+            "runtime-gather reordering of the non-foldable channels (indices counted) helps beyond the folds",
+            "perplexity",
+            "scalebits_gather",
+            ("scalebits",),
         ),
     ),
     metrics=(

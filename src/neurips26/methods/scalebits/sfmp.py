@@ -15,10 +15,11 @@ Ours, on the packed tile format and its ledger:
 * blocks are the ScaleBITS tiles; the budget includes metadata (float16 scales, zeros, tile ids), so the
   base width ``b`` is the widest whose all-tiles ledger fits and the number of raised tiles is the most
   the remaining budget pays for (the exact-ledger form of SFMP's quantile ``1 - p``);
-* reordering uses only the *exact folds* (MLP intermediate channels, v/o head dims; see
-  :func:`fold_reordering`), with SFMP's score (row sums of the producers' sensitivity + column sums of the
-  consumer's). SFMP also permutes the remaining channels and undoes that at run time in its kernel; our
-  format stores no gather index, so those stay in place -- the same restriction as ScaleBITS here;
+* ``reorder="folded"`` (the experiment's ``sfmp``) uses only the *exact folds* (MLP intermediate channels,
+  v/o head dims; see :func:`fold_reordering`) with SFMP's score (row sums of the producers' sensitivity +
+  column sums of the consumer's), at no run-time cost; ``reorder="gather"`` also reorders every other row
+  and column by its sensitivity sums and stores runtime gather indices (:mod:`.gather`, counted), which is
+  SFMP's own setting (its kernel undoes the permutations at run time);
 * rounding is round-to-nearest (SFMP ships GPTQ and AWQ front-ends; RTN isolates the allocation).
 """
 
@@ -46,12 +47,14 @@ from neurips26.methods.scalebits.core import (
     tile_sum,
     tile_variable_bits,
 )
+from neurips26.methods.scalebits.gather import apply_gathers, permutation_lengths
 from neurips26.methods.scalebits.integration import (
     FoldedPermutation,
     QuantizationReport,
     apply_allocation,
     calibration_statistics,
     fold_reordering,
+    folded_sides,
     packed_report,
     register_quantize_handler,
     select_linears,
@@ -90,12 +93,15 @@ def threshold_allocation(
     importance: dict[str, torch.Tensor],
     shapes: dict[str, tuple[int, int]],
     config: SFMPConfig,
+    permutations: dict[str, tuple[int, int]] | None = None,
 ) -> dict[str, torch.Tensor]:
     """SFMP's search-free rule under the exact ledger: base width ``b`` everywhere, the most important
     tiles (globally) one width up for as long as the budget pays for them.
 
-    ``importance[name]`` is ``(n_tiles,)``; ``shapes[name]`` the real ``(R, C)`` weight shape.
+    ``importance[name]`` is ``(n_tiles,)``; ``shapes[name]`` the real ``(R, C)`` weight shape;
+    ``permutations[name]`` the lengths of its runtime gather indices (counted in the budget).
     """
+    permutations = permutations or {}
     names = list(importance)
     n_weights = sum(math.prod(shapes[n]) for n in names)
     budget = math.floor(config.avg_bits * n_weights + 1e-6)
@@ -108,6 +114,7 @@ def threshold_allocation(
                 config.group_size,
                 config.bits,
                 torch.full_like(importance[n], bits, dtype=torch.long),
+                *permutations.get(n, (0, 0)),
                 n_weights=math.prod(shapes[n]),
             ).total_bits
             for n in names
@@ -142,13 +149,16 @@ def sfmp_allocation(
         check_tiling(name, tuple(layer.weight.shape), config.tile, config.group_size, config.pad)
     statistics = calibration_statistics(model, linears, calibration, config.micro_batch)
     sensitivity = {name: fisher for name, (_, fisher) in statistics.items()}
-    folds = fold_reordering(model, linears, sensitivity) if config.reorder == "folded" else []
+    folds = fold_reordering(model, linears, sensitivity) if config.reorder != "none" else []
+    if config.reorder == "gather":  # SFMP's own setting: every other row / column order kept at run time
+        linears = apply_gathers(model, linears, sensitivity, folded_sides(folds))
     importance = {
         name: tile_sum(pad_to_tiles(sensitivity[name], config.tile, zero=True), config.tile)
         for name in linears
     }
     shapes = {name: tuple(layer.weight.shape) for name, layer in linears.items()}
-    return threshold_allocation(importance, shapes, config), folds
+    permutations = {name: permutation_lengths(layer) for name, layer in linears.items()}
+    return threshold_allocation(importance, shapes, config, permutations), folds
 
 
 @register_quantize_handler(SFMPConfig)
