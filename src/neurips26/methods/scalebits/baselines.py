@@ -12,7 +12,8 @@
 * Static-sensitivity mixed precision: ScaleBITS with ``sensitivity="static"`` (gradient and Fisher
   measured once at full precision; HAWQ / SliM-LLM style estimate) -- the paper's ablation.
 * Random allocation: tiles lowered uniformly at random down to the same budget.
-Not done: SliM-LLM group-wise salience allocation, SFMP static block allocation (re-implementations).
+* SliM-LLM-style group-wise salience allocation: :mod:`.slim` (``SliMLLMConfig``); SFMP-style search-free
+  static block allocation with reordering: :mod:`.sfmp` (``SFMPConfig``) -- both **re-implemented**.
 """
 
 from __future__ import annotations

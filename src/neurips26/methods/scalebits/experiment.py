@@ -430,7 +430,7 @@ EXPERIMENT = Experiment(
     claims=(
         Claim(
             "ScaleBITS lowers held-out perplexity versus uniform RTN / GPTQ / HQQ, HAWQ layer-wise, "
-            "static-sensitivity and random allocation at every budget",
+            "SliM-LLM-style (RTN), SFMP-style, static-sensitivity and random allocation at every budget",
             "perplexity",
             "scalebits",
             BASELINES,
@@ -507,10 +507,11 @@ EXPERIMENT = Experiment(
                 "fallback_hidden": 64,
                 "sequence_length": 64,
                 "calibration_sequences": 8,
+                "micro_batch": 8,
                 "eval_tokens": 1024,
-                "fraction": 0.2,
+                "fraction": 0.3,
                 "hutchinson_samples": 4,
-                "retrieval_samples": 2,
+                "retrieval_samples": 1,
             },
             grid={"avg_bits": [2.75]},
         ),

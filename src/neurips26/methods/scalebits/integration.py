@@ -147,7 +147,8 @@ def foldable_pairs(model: nn.Module, linears: dict[str, nn.Linear]) -> list[Fold
     * Attention: ``o(softmax(q k^T) v)`` -- permuting head dims inside each KV head (rows of v) with the
       matching columns of o for every query head of the group is exact (no RoPE on v).
     q/k rows (RoPE pairs), the inputs of q/k/v/gate/up (one shared normed input) and the outputs of o/down
-    (the residual stream) are left in place: reordering them would need a runtime gather.
+    (the residual stream) are left in place here: ``reorder="gather"`` reorders them with stored runtime
+    gather indices (:mod:`.gather`).
     """
     folds = []
     for name, module in model.named_modules():
