@@ -515,7 +515,8 @@ EXPERIMENT = Experiment(
             },
             grid={"avg_bits": [2.75]},
         ),
-        "default": Profile("default", budget_s=1200, seeds=2, grid=GRID),
+        # measured: 3090 s of cell compute for 13 systems x 6 budgets x 2 seeds in one process (load 4-6)
+        "default": Profile("default", budget_s=2400, seeds=2, grid=GRID),
         "full": Profile(
             "full",
             budget_s=3600,
