@@ -1,16 +1,18 @@
 """Does the tiny model show ScaleBITS' bi-directional sensitivity concentration, and does folding help?
 
 Per layer: the share of sensitivity mass ``s_ij = F_ij (Q_2(W) - W)_ij^2`` in the top 10% of output rows
-and of input columns (0.10 would be no concentration), and in the top 10% of (32, 64) tiles before and
-after the folded reordering; then the per-layer bits at 2.6 bits/weight, the static-vs-dynamic
-sensitivity drift and a bit heat-map PNG.
-Uses the experiment's model (zoo tiny-llama, else the in-process fallback).
+and of input columns (0.10 would be no concentration), and in the top 10% of (32, 64) tiles before,
+after the folded reordering and after folds plus runtime gathers (``reorder="gather"``); then, unless
+``--no-explain``, the per-layer bits at 2.6 bits/weight, the static-vs-dynamic sensitivity drift and a bit
+heat-map PNG. Uses the experiment's model (``--model``: zoo tiny-llama or tiny-qwen3; tiny-llama falls back
+to the in-process model when the zoo is missing).
 
-    OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/scalebits_concentration.py
+    OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/scalebits_concentration.py [--model tiny-qwen3]
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 from pathlib import Path
 
@@ -18,20 +20,31 @@ import torch
 
 from neurips26.methods.scalebits import ScaleBitsConfig, allocate_bits
 from neurips26.methods.scalebits.config import ScaleBitsExperimentConfig, default_filter
-from neurips26.methods.scalebits.core import channel_concentration, tile_concentration
+from neurips26.methods.scalebits.core import channel_concentration, pad_to_tiles, tile_concentration
 from neurips26.methods.scalebits.experiment import calibration_windows, load_task
 from neurips26.methods.scalebits.explain import layer_average_bits, plot_bit_heatmaps, sensitivity_drift
+from neurips26.methods.scalebits.gather import apply_gathers
 from neurips26.methods.scalebits.integration import (
     calibration_statistics,
     element_sensitivity,
     fold_reordering,
+    folded_sides,
     select_linears,
 )
 
 
+def concentration(sensitivity: torch.Tensor, tile: tuple[int, int]) -> float:
+    """Top-10% tile share; a weight that whole tiles do not cover is padded with zero sensitivity."""
+    return tile_concentration(pad_to_tiles(sensitivity, tile, zero=True), tile)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny-llama", choices=("tiny-llama", "tiny-qwen3"))
+    parser.add_argument("--no-explain", action="store_true", help="skip the 2.6-bit allocation")
+    args = parser.parse_args()
     torch.set_num_threads(1)
-    config = ScaleBitsExperimentConfig()
+    config = ScaleBitsExperimentConfig(model=args.model)
     task = load_task(config)
     model = copy.deepcopy(task.model)
     calibration = calibration_windows(task.train_ids, config.calibration_sequences, config.sequence_length, 0)
@@ -41,17 +54,23 @@ def main() -> None:
         name: element_sensitivity(layer.weight.detach(), stats[name][1], 2, config.group_size)
         for name, layer in linears.items()
     }
-    before = {name: tile_concentration(s, config.tile) for name, s in sensitivity.items()}
+    before = {name: concentration(s, config.tile) for name, s in sensitivity.items()}
     channels = {name: channel_concentration(s) for name, s in sensitivity.items()}
-    fold_reordering(model, linears, sensitivity)
-    print(f"model: {task.source}")
-    print("| layer | top-10% rows | top-10% cols | top-10% tiles before | after folding |")
-    print("|---|---|---|---|---|")
-    for name, s in sensitivity.items():
+    folds = fold_reordering(model, linears, sensitivity)
+    folded = {name: concentration(s, config.tile) for name, s in sensitivity.items()}
+    gathered_model = copy.deepcopy(model)
+    gathered = {name: s.clone() for name, s in sensitivity.items()}
+    gathered_linears = select_linears(gathered_model, default_filter)
+    apply_gathers(gathered_model, gathered_linears, gathered, folded_sides(folds))
+    print(f"model: {config.model} ({task.source})")
+    print("| layer | top-10% rows | top-10% cols | top-10% tiles before | after folding | folds + gathers |")
+    print("|---|---|---|---|---|---|")
+    for name in sensitivity:
         rows, cols = channels[name]
-        after = tile_concentration(s, config.tile)
-        print(f"| {name} | {rows:.2f} | {cols:.2f} | {before[name]:.2f} | {after:.2f} |")
-    explain_allocation(model, calibration, config)
+        after = concentration(gathered[name], config.tile)
+        print(f"| {name} | {rows:.2f} | {cols:.2f} | {before[name]:.2f} | {folded[name]:.2f} | {after:.2f} |")
+    if not args.no_explain:
+        explain_allocation(model, calibration, config)
 
 
 def explain_allocation(
@@ -66,6 +85,7 @@ def explain_allocation(
         reorder="none",
         fraction=config.fraction,
         micro_batch=config.micro_batch,
+        pad=config.pad,
     )
     allocation = allocate_bits(model, calibration, [2.6], qconfig).allocation(2.6)
     top = {name: torch.full_like(bits, max(config.bits)) for name, bits in allocation.items()}

@@ -15,13 +15,17 @@ from neurips26.methods.scalebits.integration import (
     reorder_and_allocate,
 )
 from neurips26.methods.scalebits.packed import ScaleBitsLinear
+from neurips26.methods.scalebits.sfmp import SFMPConfig
+from neurips26.methods.scalebits.slim import SliMLLMConfig
 
 __all__ = [
     "BitLedger",
     "QuantizationReport",
+    "SFMPConfig",
     "ScaleBitsConfig",
     "ScaleBitsExperimentConfig",
     "ScaleBitsLinear",
+    "SliMLLMConfig",
     "UniformRTNConfig",
     "allocate_bits",
     "apply_allocation",

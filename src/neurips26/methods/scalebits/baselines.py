@@ -12,7 +12,8 @@
 * Static-sensitivity mixed precision: ScaleBITS with ``sensitivity="static"`` (gradient and Fisher
   measured once at full precision; HAWQ / SliM-LLM style estimate) -- the paper's ablation.
 * Random allocation: tiles lowered uniformly at random down to the same budget.
-Not done: SliM-LLM group-wise salience allocation, SFMP static block allocation (re-implementations).
+* SliM-LLM-style group-wise salience allocation: :mod:`.slim` (``SliMLLMConfig``); SFMP-style search-free
+  static block allocation with reordering: :mod:`.sfmp` (``SFMPConfig``) -- both **re-implemented**.
 """
 
 from __future__ import annotations
@@ -216,7 +217,15 @@ def quantize_gptq_allocation(
         layer = model.get_submodule(name)
         shape = tuple(layer.weight.shape)
         packed[name] = ScaleBitsLinear.from_quantized(
-            *buffers, shape, allocation[name], tuple(bit_set), tile, group_size, layer.bias
+            *buffers,
+            shape,
+            allocation[name],
+            tuple(bit_set),
+            tile,
+            group_size,
+            layer.bias,
+            getattr(layer, "input_order", None),
+            getattr(layer, "output_order", None),
         )
         replace_module(model, name, packed[name])
     return packed_report(packed, [], None)

@@ -10,7 +10,8 @@ from neurips26.core.config import param
 from neurips26.core.validation import check_choice
 
 SENSITIVITIES = ("dynamic", "static")
-REORDERINGS = ("folded", "none")
+REORDERINGS = ("folded", "none", "gather")  # gather: folds plus runtime gather indices elsewhere
+MODELS = ("tiny-llama", "tiny-qwen3")  # the zoo models with Llama-style blocks the folds understand
 SCALE_HEADROOM = 16.0  # float16 scale with group size 1 is the most metadata a weight can carry
 
 
@@ -101,8 +102,12 @@ class ScaleBitsExperimentConfig:
     fallback_hidden: int = param(128, "ours: d=128, 2 layers, vocab 256 (bytes)")
     pad: bool = param(True, "ours: the zoo model's intermediate size 688 is not a multiple of 64")
     hutchinson_samples: int = param(16, "ours: HAWQ baseline's Hessian-trace probes (HAWQ-V2 uses ~200)")
+    model: str = param("tiny-llama", "issue: tiny-llama and tiny-qwen3 (QK-norm); --set model=tiny-qwen3")
+    retrieval_samples: int = param(8, "ours: MQAR probes per cell (the zoo models are at chance)")
+    retrieval_length: int = param(256, "ours: probe length in tokens, kept short for 2 cores")
 
     def __post_init__(self) -> None:
+        check_choice("model", self.model, MODELS)
         ScaleBitsConfig(
             avg_bits=self.avg_bits,
             bits=tuple(self.bits),
@@ -120,5 +125,7 @@ class ScaleBitsExperimentConfig:
             "fallback_steps",
             "fallback_hidden",
             "hutchinson_samples",
+            "retrieval_samples",
+            "retrieval_length",
         ):
             _check_positive_int(name, getattr(self, name))

@@ -186,13 +186,16 @@ def layer_ledger(
     group_size: int,
     bit_set: Sequence[int],
     tile_bits: torch.Tensor,
-    permutation_length: int = 0,
+    input_permutation: int = 0,
+    output_permutation: int = 0,
     n_weights: int | None = None,
     float_zeros: bool = False,
 ) -> BitLedger:
     """The exact ledger of one layer stored in the ScaleBITS packed format.
 
     ``shape`` is the stored (padded) shape; ``n_weights`` the real weight count (default: all of it).
+    ``input_permutation`` / ``output_permutation``: the length of a runtime gather index over the input
+    columns / output rows (0: none), stored with ``ceil(log2 n)`` bits per entry.
     ``float_zeros`` stores one float16 zero point per group (HQQ's native format) instead of an integer
     zero at the tile's bit-width.
     """
@@ -208,7 +211,8 @@ def layer_ledger(
     if float_zeros:
         streams["zeros_fp16"] = SCALE_BITS * rows * cols // group_size
     streams["tile_ids"] = tile_bits.numel() * index_bits(len(bit_set))
-    streams["permutation"] = permutation_length * index_bits(permutation_length)
+    streams["permutation_in"] = input_permutation * index_bits(input_permutation)
+    streams["permutation_out"] = output_permutation * index_bits(output_permutation)
     return BitLedger(n_weights if n_weights is not None else rows * cols, streams)
 
 

@@ -176,6 +176,9 @@ def accumulate_hessians(
     def hook(name: str):
         def record(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
             x = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).float()
+            order = getattr(module, "input_order", None)
+            if order is not None:  # a gathered layer's stored weight sees the gathered input
+                x = x[:, order]
             if recording:
                 first_calls.append((name, inputs[0]))
             counts[name] += x.shape[0]

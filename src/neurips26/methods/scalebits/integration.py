@@ -33,6 +33,7 @@ from neurips26.methods.scalebits.core import (
     select_fake,
     static_tile_sensitivity,
 )
+from neurips26.methods.scalebits.gather import apply_gathers, permutation_bits
 from neurips26.methods.scalebits.packed import ScaleBitsLinear
 
 _HANDLERS: dict[type, Callable[..., Any]] = {}
@@ -146,7 +147,8 @@ def foldable_pairs(model: nn.Module, linears: dict[str, nn.Linear]) -> list[Fold
     * Attention: ``o(softmax(q k^T) v)`` -- permuting head dims inside each KV head (rows of v) with the
       matching columns of o for every query head of the group is exact (no RoPE on v).
     q/k rows (RoPE pairs), the inputs of q/k/v/gate/up (one shared normed input) and the outputs of o/down
-    (the residual stream) are left in place: reordering them would need a runtime gather.
+    (the residual stream) are left in place here: ``reorder="gather"`` reorders them with stored runtime
+    gather indices (:mod:`.gather`).
     """
     folds = []
     for name, module in model.named_modules():
@@ -200,6 +202,16 @@ def fold_reordering(
             consumer.weight.copy_(consumer.weight[:, consumer_order])
             sensitivity[fold.consumer] = sensitivity[fold.consumer][:, consumer_order]
     return folds
+
+
+def folded_sides(folds: list[FoldedPermutation]) -> dict[str, set[str]]:
+    """``{layer: {"out"} / {"in"}}``: the sides (rows of producers, columns of consumers) a fold permuted."""
+    sides: dict[str, set[str]] = {}
+    for fold in folds:
+        for producer in fold.producers:
+            sides.setdefault(producer, set()).add("out")
+        sides.setdefault(fold.consumer, set()).add("in")
+    return sides
 
 
 def _consumer_score(fold: FoldedPermutation, sensitivity: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -256,8 +268,10 @@ def allocate_bits(
     tile_elements = config.tile[0] * config.tile[1]
     tile_counts = [weights[n].numel() // tile_elements for n in names]
     n_weights = sum(w.numel() for w in originals.values())
-    fixed_bits = sum(
-        SCALE_BITS * weights[n].numel() // config.group_size + count * index_bits(len(config.bits))
+    fixed_bits = sum(  # scales, tile ids and runtime gather indices do not depend on the allocation
+        SCALE_BITS * weights[n].numel() // config.group_size
+        + count * index_bits(len(config.bits))
+        + permutation_bits(linears[n])
         for n, count in zip(names, tile_counts, strict=True)
     )
     low, high = representable_range(
@@ -330,7 +344,15 @@ def apply_allocation(
     for name, tile_bits in allocation.items():
         layer = model.get_submodule(name)
         packed[name] = ScaleBitsLinear.from_weight(
-            layer.weight, tile_bits, tuple(bit_set), tile, group_size, layer.bias, pad
+            layer.weight,
+            tile_bits,
+            tuple(bit_set),
+            tile,
+            group_size,
+            layer.bias,
+            pad,
+            getattr(layer, "input_order", None),
+            getattr(layer, "output_order", None),
         )
         replace_module(model, name, packed[name])
     return packed
@@ -374,15 +396,17 @@ def packed_report(
 def reorder_and_allocate(
     model: nn.Module, calibration: torch.Tensor, targets: Sequence[float], config: ScaleBitsConfig
 ) -> tuple[ModelAllocation, list[FoldedPermutation]]:
-    """The whole search on ``model`` (reordered in place when ``config.reorder == "folded"``).
+    """The whole search on ``model`` (reordered in place unless ``config.reorder == "none"``).
 
-    1. full-precision statistics -> element sensitivities -> exact folded permutations;
+    1. full-precision statistics -> element sensitivities -> exact folded permutations (and, with
+       ``reorder="gather"``, runtime gather indices on every side no fold reaches: the layers become
+       :class:`GatherLinear`);
     2. one progressive (batched greedy) run that snapshots every target.
     """
     linears = select_linears(model, config.filter_fn)
     folds: list[FoldedPermutation] = []
     statistics = None
-    if config.reorder == "folded":
+    if config.reorder in ("folded", "gather"):
         statistics = calibration_statistics(model, linears, calibration, config.micro_batch)
         low = min(config.bits)
         sensitivity = {
@@ -390,6 +414,8 @@ def reorder_and_allocate(
             for name, layer in linears.items()
         }
         folds = fold_reordering(model, linears, sensitivity)
+        if config.reorder == "gather":
+            linears = apply_gathers(model, linears, sensitivity, folded_sides(folds))
         statistics = None  # the permuted model needs fresh statistics
     allocation = allocate_bits(model, calibration, targets, config, linears, statistics)
     return allocation, folds

@@ -11,9 +11,12 @@ codes_{b}     codes of all tiles at width ``b``, tile order, row-major     ``n_b
 zeros_{b}     integer zero point per group of those tiles                 ``n_b tr (tc / g) b``
 zeros_fp16    (instead of zeros_{b}, HQQ's format) float16 zero per group  ``16 R C / g``
 scales        float16 scale per group, ``(R, C / g)``                      ``16 R C / g``
+input_order   (optional) runtime gather index of the input columns         ``C ceil(log2 C)``
+output_order  (optional) runtime gather index of the output rows           ``R ceil(log2 R)``
 ============  ==========================================================  =========================
 
-The reference kernel dequantizes ``W_hat = (q - z) s`` tile by tile and calls ``F.linear``.
+The reference kernel dequantizes ``W_hat = (q - z) s`` tile by tile and calls ``F.linear``; with gather
+indices (``reorder="gather"``, :mod:`.gather`) it computes ``(W_hat x[input_order])[argsort(output_order)]``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from neurips26.methods.scalebits.core import (
     to_tiles,
     unpack_bits,
 )
+from neurips26.methods.scalebits.gather import gathered_linear
 
 
 class ScaleBitsLinear(nn.Module):
@@ -61,6 +65,7 @@ class ScaleBitsLinear(nn.Module):
         self.stored_shape = padded_shape((out_features, in_features), tile)
         self.float_zeros = False
         self.bias: nn.Parameter | None = None
+        self.gathers = (False, False)  # whether input_order / output_order are stored
 
     @classmethod
     def from_weight(
@@ -72,11 +77,14 @@ class ScaleBitsLinear(nn.Module):
         group_size: int,
         bias: torch.Tensor | None = None,
         pad: bool = False,
+        input_order: torch.Tensor | None = None,
+        output_order: torch.Tensor | None = None,
     ) -> ScaleBitsLinear:
         """Quantize ``weight (R, C)`` with the per-tile bit-widths ``tile_bits (n_tiles,)`` and pack it.
 
         With ``pad=True`` a weight that whole tiles do not cover is padded (edge values repeated) and the
         padding is stored and counted in the ledger; the output is cropped back to ``(R, C)``.
+        ``weight`` is the stored (already permuted) weight of a gathered layer with its orders.
         """
         rows, cols = weight.shape
         check_tiling("weight", (rows, cols), tile, group_size, pad)
@@ -85,7 +93,17 @@ class ScaleBitsLinear(nn.Module):
         element_bits = expand_tile_values(tile_bits, stored, tile)
         codes, scales, zeros = quantize_groups(pad_to_tiles(weight.detach(), tile), element_bits, group_size)
         return cls.from_quantized(
-            codes, scales, zeros, (rows, cols), tile_bits, bit_set, tile, group_size, bias
+            codes,
+            scales,
+            zeros,
+            (rows, cols),
+            tile_bits,
+            bit_set,
+            tile,
+            group_size,
+            bias,
+            input_order,
+            output_order,
         )
 
     @classmethod
@@ -100,6 +118,8 @@ class ScaleBitsLinear(nn.Module):
         tile: tuple[int, int],
         group_size: int,
         bias: torch.Tensor | None = None,
+        input_order: torch.Tensor | None = None,
+        output_order: torch.Tensor | None = None,
     ) -> ScaleBitsLinear:
         """Pack codes another quantizer chose (GPTQ, HQQ) into the same format and ledger.
 
@@ -134,6 +154,12 @@ class ScaleBitsLinear(nn.Module):
             layer.register_buffer("zeros_fp16", zeros.half())
         if bias is not None:
             layer.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+        for side, order, length in (("input", input_order, cols), ("output", output_order, rows)):
+            if order is not None:
+                if sorted(order.tolist()) != list(range(length)):
+                    raise ValueError(f"{side}_order must be a permutation of range({length})")
+                layer.register_buffer(f"{side}_order", pack_bits(order.long(), index_bits(length)))
+        layer.gathers = (input_order is not None, output_order is not None)
         return layer
 
     def tile_bits(self) -> torch.Tensor:
@@ -169,9 +195,20 @@ class ScaleBitsLinear(nn.Module):
         full = from_tiles(weight_tiles, self.stored_shape)
         return full[: self.out_features, : self.in_features]
 
+    def orders(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The unpacked runtime gather indices ``(input_order, output_order)``; None where not stored."""
+        lengths = (self.in_features, self.out_features)
+        return tuple(  # type: ignore[return-value]
+            unpack_bits(getattr(self, f"{side}_order"), index_bits(n), n) if stored else None
+            for side, n, stored in zip(("input", "output"), lengths, self.gathers, strict=True)
+        )
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = self.dequantize().to(x.dtype)
-        return nn.functional.linear(x, weight, None if self.bias is None else self.bias.to(x.dtype))
+        bias = None if self.bias is None else self.bias.to(x.dtype)
+        if not any(self.gathers):
+            return nn.functional.linear(x, weight, bias)
+        return gathered_linear(x, weight, bias, *self.orders())
 
     def ledger(self) -> BitLedger:
         """Every stored bit of this layer's weight, per stream (bias excluded)."""
@@ -181,6 +218,8 @@ class ScaleBitsLinear(nn.Module):
             self.group_size,
             self.bit_set,
             self.tile_bits(),
+            input_permutation=self.in_features if self.gathers[0] else 0,
+            output_permutation=self.out_features if self.gathers[1] else 0,
             n_weights=self.out_features * self.in_features,
             float_zeros=self.float_zeros,
         )
