@@ -64,7 +64,13 @@ def pivoting_ms(n: int, budget: int, reps: int) -> float:
     queries, scores = torch.randn(1, 2, 64, 64, generator=g), torch.rand(1, 2, n, generator=g)
     features = metric_features(keys, values, queries, scores=scores)
     forced = forced_token_mask(n, 4, 32)
-    options = {"block_size": 16, "pool_factor": 2.0, "energy_tol": 0.01, "strategy": "restart"}
+    default = SpectralKVPress()  # the press's own speed knobs
+    options = {
+        "block_size": default.block_size,
+        "pool_factor": default.pool_factor,
+        "energy_tol": default.energy_tol,
+        "strategy": default.rank_strategy,
+    }
     select_coreset(features, scores, budget, forced, **options)
     runs = []
     for _ in range(reps):

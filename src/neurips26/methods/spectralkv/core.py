@@ -67,8 +67,10 @@ def attention_concentration(window_attention: torch.Tensor, candidate_mask: torc
     if m <= 1:
         return 0.0
     rows = window_attention.float() * candidate_mask.to(window_attention.device, torch.float32)
-    rows = rows / rows.sum(-1, keepdim=True).clamp_min(1e-30)
-    entropy = -torch.special.xlogy(rows, rows).sum(-1)  # (B, H_q, w); 0 log 0 = 0
+    # H(a / S) = log S - sum(a log a) / S: one pass without renormalising the rows; log on clamped
+    # entries is ~2x faster than xlogy on CPU (0 log 0 = 0 either way)
+    mass = rows.sum(-1).clamp_min(1e-30)
+    entropy = mass.log() - (rows * rows.clamp_min(1e-30).log()).sum(-1) / mass  # (B, H_q, w)
     return float((1.0 - entropy.mean() / math.log(m)).clamp(0.0, 1.0))
 
 
@@ -375,15 +377,20 @@ def _repeats_of(
     phi: torch.Tensor, index: torch.Tensor, avoid: tuple[torch.Tensor, torch.Tensor], threshold: float
 ) -> torch.Tensor:
     """``(batch, m)`` bool: candidates ``index`` whose feature direction repeats an ``avoid`` token's."""
-    rows = phi.gather(1, index.unsqueeze(-1).expand(-1, -1, phi.shape[-1]))
+    rows = _take_rows(phi, index)
     unit = rows / rows.norm(dim=-1, keepdim=True).clamp_min(1e-30)
     cos = unit @ avoid[0].transpose(1, 2)  # (batch, m, c)
     return ((cos >= threshold) & avoid[1].unsqueeze(1)).any(-1)
 
 
+def _take_rows(phi: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``phi[b, index[b]]`` ``(batch, m, D)``; advanced indexing copies ~2x faster than an expanded gather."""
+    return phi[torch.arange(phi.shape[0], device=phi.device).unsqueeze(-1), index]
+
+
 def _residual_rows(phi: torch.Tensor, index: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     """Rows ``index`` of ``phi`` with their component in the span of ``basis`` removed."""
-    rows = phi.gather(1, index.unsqueeze(-1).expand(-1, -1, phi.shape[-1]))
+    rows = _take_rows(phi, index)
     if basis.shape[1] == 0:
         return rows
     return rows - (rows @ basis.transpose(1, 2)) @ basis
