@@ -7,7 +7,9 @@ model's own attention excluded), summed over layers: SnapKV (kvpress) vs Spectra
 blocked pivoting and with exact pivoting. Repetitions are interleaved and the median is reported, so
 background load hits every press alike. (2) Pivoting alone for a fixed budget of 128 tokens at growing
 context: cost should grow linearly. (3) Peak KV-cache bytes during the prefill: full cache, dynamic
-(entropy) SpectralKV, static SpectralKV and SnapKV.
+(entropy) SpectralKV, static SpectralKV and SnapKV. (4) A yardstick for compiled pivoting: one LAPACK
+pivoted QR (``sgeqp3``, what ``scipy.linalg.qr(pivoting=True)`` calls) of one head's pool per (layer, KV
+head), next to SnapKV's whole step. ``--sections`` picks which to run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
 import torch
 from kvpress import SnapKVPress
 from transformers import DynamicCache
@@ -64,7 +67,13 @@ def pivoting_ms(n: int, budget: int, reps: int) -> float:
     queries, scores = torch.randn(1, 2, 64, 64, generator=g), torch.rand(1, 2, n, generator=g)
     features = metric_features(keys, values, queries, scores=scores)
     forced = forced_token_mask(n, 4, 32)
-    options = {"block_size": 16, "pool_factor": 2.0, "energy_tol": 0.01, "strategy": "restart"}
+    default = SpectralKVPress()  # the press's own speed knobs
+    options = {
+        "block_size": default.block_size,
+        "pool_factor": default.pool_factor,
+        "energy_tol": default.energy_tol,
+        "strategy": default.rank_strategy,
+    }
     select_coreset(features, scores, budget, forced, **options)
     runs = []
     for _ in range(reps):
@@ -81,12 +90,28 @@ def main() -> None:
     parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 2048, 4096])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--keep", type=float, default=0.125)
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        default=["step", "pivoting", "memory", "lapack"],
+        help="which tables to print",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, tokenizer = zoo.load("tiny-llama")
     stream = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids.astype("int64"))
-    ratio = 1 - args.keep
+    if "step" in args.sections:
+        compression_step_table(model, stream, args)
+    if "pivoting" in args.sections:
+        pivoting_table(args.reps)
+    if "memory" in args.sections:
+        memory_table(model, stream, args)
+    if "lapack" in args.sections:
+        lapack_table(model, args)
 
+
+def compression_step_table(model: Any, stream: torch.Tensor, args: argparse.Namespace) -> None:
+    ratio = 1 - args.keep
     print(
         f"## compression step per prefill (ms, all {model.config.num_hidden_layers} layers, keep {args.keep})"
     )
@@ -107,13 +132,18 @@ def main() -> None:
         cells = " | ".join(f"{ms[k]:.1f} | {ms[k] / ms['snapkv']:.2f}x" for k in ("ours", "hybrid", "exact"))
         print(f"| {n} | {ms['snapkv']:.1f} | {cells} |")
 
+
+def pivoting_table(reps: int) -> None:
     print("\n## pivoting alone, fixed budget 128 tokens per head (2 KV heads, D = 128)")
     print("| context | ms | ms per 1k tokens |")
     print("|---|---|---|")
     for n in (1024, 2048, 4096, 8192):
-        ms = pivoting_ms(n, 128, args.reps)
+        ms = pivoting_ms(n, 128, reps)
         print(f"| {n} | {ms:.2f} | {ms / (n / 1024):.2f} |")
 
+
+def memory_table(model: Any, stream: torch.Tensor, args: argparse.Namespace) -> None:
+    ratio = 1 - args.keep
     print(f"\n## peak KV cache during prefill (MiB, batch 1, keep {args.keep})")
     print("| context | full cache | SpectralKV dynamic | SpectralKV static | SnapKV | static vs full |")
     print("|---|---|---|---|---|---|")
@@ -131,6 +161,32 @@ def main() -> None:
         }
         row = " | ".join(f"{peaks[k]:.1f}" for k in ("full", "dynamic", "static", "snapkv"))
         print(f"| {n} | {row} | -{100 * (1 - peaks['static'] / peaks['full']):.0f}% |")
+
+
+def lapack_table(model: Any, args: argparse.Namespace) -> None:
+    """One compiled pivoted QR (LAPACK sgeqp3) per (layer, KV head) over a pool of the default size."""
+    from scipy.linalg.lapack import sgeqp3
+
+    rows = model.config.num_hidden_layers * model.config.num_key_value_heads
+    dim = 2 * model.config.head_dim  # the joint key-value feature dim
+    pool_factor = SpectralKVPress().pool_factor or 1.0
+    print(
+        f"\n## one LAPACK sgeqp3 per (layer, KV head) = {rows} calls, D = {dim}, "
+        f"pool {pool_factor:g} x budget"
+    )
+    print("| context | pool | ms per call | ms for all calls |")
+    print("|---|---|---|---|")
+    g = np.random.default_rng(0)
+    for n in args.contexts:
+        pool = int(pool_factor * max(1, int(n * args.keep)))
+        matrix = np.asfortranarray(g.standard_normal((dim, pool), dtype=np.float32))
+        runs = []
+        for _ in range(args.reps + 1):
+            start = time.perf_counter()
+            sgeqp3(matrix.copy(order="F"), overwrite_a=1)
+            runs.append(1e3 * (time.perf_counter() - start))
+        per_call = statistics.median(runs[1:])
+        print(f"| {n} | {pool} | {per_call:.2f} | {rows * per_call:.1f} |")
 
 
 if __name__ == "__main__":

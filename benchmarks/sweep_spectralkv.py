@@ -6,10 +6,17 @@ Attention-output error over the prefix for the decode queries (the experiment's 
 train-split windows of 2048 + 16 tokens of the zoo's tiny-llama, for score power beta in {1, 2, 4}, rank
 strategy hybrid / restart, and entropy vs uniform layer budgets, next to SnapKV and TOVA; then the budget
 direction gamma in {2, 1, -1} (restart coreset, beta 1) and the per-layer concentration of those windows.
+
+    PYTHONPATH=src python benchmarks/sweep_spectralkv.py --pool-factors 2 1.5 1.25 [--energy-tols 0.01]
+        [--keeps 0.5 0.125 0.0625]
+
+instead sweeps only the speed knobs (candidate-pool size x pivoting energy tolerance) for the default press
+and its uniform-budget variant, next to SnapKV.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 
 import numpy as np
@@ -23,6 +30,13 @@ from neurips26.zoo.training import load_corpus_tokens
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--keeps", type=float, nargs="+", default=[0.5, 0.125, 0.0625])
+    parser.add_argument("--pool-factors", type=float, nargs="+", default=None)
+    parser.add_argument("--energy-tols", type=float, nargs="+", default=[0.01])
+    args = parser.parse_args()
     torch.set_num_threads(1)
     model, tokenizer = zoo.load("tiny-llama")
     train = load_corpus_tokens(tokenizer, "train")
@@ -32,7 +46,20 @@ def main() -> None:
         prefill = compressed_prefill(model, ids[:, :2048], press, keep_full=True)
         return float(decode_continuation(model, prefill, ids[:, 2048:], fidelity=True).fidelity_error or 0.0)
 
-    for keep in (0.5, 0.125, 0.0625):
+    if args.pool_factors:
+        for keep in args.keeps:
+            ratio = 1 - keep
+            errors = {"snapkv": fidelity(SnapKVPress(compression_ratio=ratio, window_size=32))}
+            for pool, tol, mode in itertools.product(
+                args.pool_factors, args.energy_tols, ("entropy", "uniform")
+            ):
+                press = SpectralKVPress(ratio, pool_factor=pool, energy_tol=tol, budget_mode=mode)
+                errors[f"pool {pool:g} energy_tol {tol:g} {mode}"] = fidelity(press)
+            print(f"\n## keep {keep:g}\n| system | fidelity error |\n|---|---|")
+            for name, value in errors.items():
+                print(f"| {name} | {value:.4f} |")
+        return
+    for keep in args.keeps:
         ratio = 1 - keep
         errors = {
             "snapkv": fidelity(SnapKVPress(compression_ratio=ratio, window_size=32)),

@@ -311,8 +311,8 @@ def test_uniform_press_runs_in_the_kvpress_pipeline():
     press.ledger.check()
 
 
-@pytest.mark.parametrize("block_size", [1, 16])
-def test_selection_batched_over_layers_equals_layer_by_layer(block_size):
+@pytest.mark.parametrize(("block_size", "strategy"), [(1, "hybrid"), (16, "hybrid"), (16, "restart")])
+def test_selection_batched_over_layers_equals_layer_by_layer(block_size, strategy):
     from neurips26.methods.spectralkv.core import coreset_candidates, select_from_candidates, stack_candidates
 
     g = torch.Generator().manual_seed(9)
@@ -320,11 +320,37 @@ def test_selection_batched_over_layers_equals_layer_by_layer(block_size):
     budgets = [40, 90, 25]
     forced = forced_token_mask(200, 4, 8)
     parts = [coreset_candidates(f, s, b, forced, 2.0) for (f, s), b in zip(layers, budgets, strict=True)]
-    together = select_from_candidates(stack_candidates(parts), block_size=block_size)
+    options = {"block_size": block_size, "strategy": strategy, "energy_tol": 0.01}
+    together = select_from_candidates(stack_candidates(parts), **options)
     for k, (part, budget) in enumerate(zip(parts, budgets, strict=True)):
-        alone = select_from_candidates(part, block_size=block_size)
+        alone = select_from_candidates(part, **options)
         assert torch.equal(together[2 * k : 2 * k + 2, :, :budget], alone)
         assert bool((together[2 * k : 2 * k + 2, :, budget:] == -1).all())
+
+
+@pytest.mark.parametrize("block_size", [1, 16])
+def test_restart_round_on_open_tokens_equals_pivoting_with_exclusions(block_size):
+    """The restart round pivots over the rows still short and their open tokens only: same picks."""
+    from neurips26.methods.spectralkv.core import _gather_kept, _restart_round
+
+    g = torch.Generator().manual_seed(11)
+    features = torch.randn(2, 3, 120, 16, generator=g)
+    kept = torch.rand(2, 3, 120, generator=g) < 0.3
+    kept[0, 1, 5] = True
+    features[0, 1, 60:70] = features[0, 1, 5]  # repeats of a kept token: screened out
+    kept[0, 1, 60:70] = False
+    valid = torch.ones_like(kept)
+    valid[1, :, 100:] = False  # padding
+    need = torch.tensor([[10, 30, 25], [40, 5, 0]])
+    unit = features / features.norm(dim=-1, keepdim=True)
+    options = {"block_size": block_size, "energy_tol": 0.01, "avoid_cosine": 0.999}
+    fast = _restart_round(features, unit, kept, valid, need, options)
+    full, _ = pivoted_selection(
+        features, need, excluded=kept | ~valid, avoid=_gather_kept(unit, kept), **options
+    )
+    assert torch.equal(fast, full)
+    assert bool(fast.sum(-1).le(need).all()) and int(fast[1, 2].sum()) == 0
+    assert not bool((fast & (kept | ~valid)).any()) and not bool(fast[0, 1, 60:70].any())
 
 
 def test_composes_with_kvpress_presses_when_last(model, ids):

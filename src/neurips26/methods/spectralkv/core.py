@@ -67,8 +67,10 @@ def attention_concentration(window_attention: torch.Tensor, candidate_mask: torc
     if m <= 1:
         return 0.0
     rows = window_attention.float() * candidate_mask.to(window_attention.device, torch.float32)
-    rows = rows / rows.sum(-1, keepdim=True).clamp_min(1e-30)
-    entropy = -torch.special.xlogy(rows, rows).sum(-1)  # (B, H_q, w); 0 log 0 = 0
+    # H(a / S) = log S - sum(a log a) / S: one pass without renormalising the rows; log on clamped
+    # entries is ~2x faster than xlogy on CPU (0 log 0 = 0 either way)
+    mass = rows.sum(-1).clamp_min(1e-30)
+    entropy = mass.log() - (rows * rows.clamp_min(1e-30).log()).sum(-1) / mass  # (B, H_q, w)
     return float((1.0 - entropy.mean() / math.log(m)).clamp(0.0, 1.0))
 
 
@@ -205,6 +207,7 @@ def pivoted_selection(
     energy_tol: float = 0.0,
     avoid: tuple[torch.Tensor, torch.Tensor] | None = None,
     avoid_cosine: float = 0.999,
+    scale_sq: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy residual pivoting (pivoted QR, Businger-Golub) batched over the leading dims.
 
@@ -236,6 +239,9 @@ def pivoted_selection(
     avoid:
         Optional ``(unit features (..., c, D), valid (..., c))`` of tokens whose near-duplicates (cosine >=
         ``avoid_cosine``) must never be picked; each round's candidates are screened before ranking.
+    scale_sq:
+        Optional ``(...)`` squared norm that ``rank_tol`` is relative to; default ``max_i ||phi_i||^2``
+        (a caller that passes a subset of the tokens passes the full set's scale to get the same picks).
 
     Returns
     -------
@@ -248,7 +254,7 @@ def pivoted_selection(
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     lead, (n, dim) = features.shape[:-2], features.shape[-2:]
     # float64 for the exact variant: the norm downdate loses ~1 digit per 10 steps
-    phi = features.reshape(-1, n, dim).to(torch.float64 if block_size == 1 else torch.float32)
+    phi = features.reshape(-1, n, dim).to(_pivot_dtype(block_size))
     batch = phi.shape[0]
     taken = torch.zeros(batch, n, dtype=torch.bool, device=phi.device)
     if chosen is not None:
@@ -261,66 +267,130 @@ def pivoted_selection(
     basis = _orthonormal_basis(phi, taken, rank_tol)  # (batch, r0, D): directions already covered
     norms_sq = phi.pow(2).sum(-1)
     residual_sq = norms_sq - (phi @ basis.transpose(1, 2)).pow(2).sum(-1)
-    floor = rank_tol * norms_sq.amax(-1, keepdim=True).clamp_min(1e-300)  # (batch, 1)
+    scale = norms_sq.amax(-1) if scale_sq is None else scale_sq.reshape(batch).to(phi.dtype)
+    floor = rank_tol * scale.unsqueeze(-1).clamp_min(1e-300)  # (batch, 1)
     initial_energy = residual_sq.masked_fill(blocked, 0.0).sum(-1)
-    picked = torch.zeros_like(taken)
-    count = torch.zeros(batch, dtype=torch.long, device=phi.device)
-    k = (
-        torch.as_tensor(k, device=phi.device).expand(lead).reshape(batch)
-        if isinstance(k, torch.Tensor)
-        else k
-    )
-    exhausted = torch.zeros(batch, dtype=torch.bool, device=phi.device)
+    k = torch.as_tensor(k, device=phi.device).expand(lead).reshape(batch).clone()
     # a pick beyond the feature rank cannot have a residual
     rank_left = dim - (basis.abs().amax(-1) > 0).sum(-1)
+    # per-row state; rows are independent, so a finished row is retired from the batch (same picks, no
+    # work spent on it while the slowest row -- e.g. the layer with the largest budget -- goes on)
+    live = _PivotRows(
+        rows=torch.arange(batch, device=phi.device),
+        phi=phi,
+        blocked=blocked,
+        basis=basis,
+        residual_sq=residual_sq,
+        floor=floor,
+        initial_energy=initial_energy,
+        k=k,
+        rank_left=rank_left,
+        picked=torch.zeros_like(taken),
+        count=torch.zeros(batch, dtype=torch.long, device=phi.device),
+        exhausted=torch.zeros(batch, dtype=torch.bool, device=phi.device),
+        avoid=avoid,
+    )
+    picked = torch.zeros_like(taken)
+    count = torch.zeros(batch, dtype=torch.long, device=phi.device)
+    exhausted = torch.zeros(batch, dtype=torch.bool, device=phi.device)
     while True:
+        s = live
         if energy_tol > 0:
-            energy = residual_sq.masked_fill(blocked, 0.0).sum(-1)
-            exhausted |= (energy <= energy_tol * initial_energy) & (count < k)
-        want = torch.minimum(k - count, rank_left - count).clamp_min(0)
-        if not bool(((want > 0) & ~exhausted).any()):
-            break
-        masked = residual_sq.masked_fill(blocked, -1.0)
+            energy = s.residual_sq.masked_fill(s.blocked, 0.0).sum(-1)
+            s.exhausted |= (energy <= energy_tol * s.initial_energy) & (s.count < s.k)
+        want = torch.minimum(s.k - s.count, s.rank_left - s.count).clamp_min(0)
+        running = (want > 0) & ~s.exhausted
+        if not bool(running.all()):
+            _retire(s, ~running, picked, count, exhausted)
+            if not bool(running.any()):
+                break
+            live = s = s.subset(running)
+            want = want[running]
+        masked = s.residual_sq.masked_fill(s.blocked, -1.0)
         top_sq, top = masked.topk(min(2 * block_size if block_size > 1 else 1, n), dim=-1)
-        if avoid is not None:  # screen only the candidates about to be ranked: cheap, and exact
-            repeat = _repeats_of(phi, top, avoid, avoid_cosine) & (top_sq >= 0)
+        if s.avoid is not None:  # screen only the candidates about to be ranked: cheap, and exact
+            repeat = _repeats_of(s.phi, top, s.avoid, avoid_cosine) & (top_sq >= 0)
             if bool(repeat.any()):
-                rows = torch.arange(batch, device=phi.device).unsqueeze(-1).expand_as(top)
-                blocked[rows[repeat], top[repeat]] = True
+                at = torch.arange(len(s.rows), device=phi.device).unsqueeze(-1).expand_as(top)
+                s.blocked[at[repeat], top[repeat]] = True
                 continue
-        residual = _residual_rows(phi, top, basis)  # (batch, m, D)
-        valid = (top_sq > floor) & ~exhausted.unsqueeze(-1)
+        residual = _residual_rows(s.phi, top, s.basis)  # (rows, m, D)
+        valid = top_sq > s.floor
         if block_size > 1:
             valid &= ~_shadowed_by_higher_rank(residual, block_cosine)
         rank = valid.long().cumsum(-1)
         take = valid & (rank <= torch.minimum(want, torch.full_like(want, block_size)).unsqueeze(-1))
-        exhausted |= ~valid.any(-1) & (want > 0)
+        s.exhausted |= ~valid.any(-1)
         if not bool(take.any()):
-            break
+            continue  # every running row is exhausted now and retires on the next pass
         directions = _orthonormal_columns(residual * take.unsqueeze(-1), block_size)  # zero rows unused
-        residual_sq = residual_sq - (phi @ directions.transpose(1, 2)).pow(2).sum(-1)
-        basis = torch.cat([basis, directions], dim=1)
-        rows = torch.arange(batch, device=phi.device).unsqueeze(-1).expand_as(top)
-        picked[rows[take], top[take]] = True
-        blocked[rows[take], top[take]] = True
-        count += take.sum(-1)
+        s.residual_sq = s.residual_sq - (s.phi @ directions.transpose(1, 2)).pow(2).sum(-1)
+        s.basis = torch.cat([s.basis, directions], dim=1)
+        at = torch.arange(len(s.rows), device=phi.device).unsqueeze(-1).expand_as(top)
+        s.picked[at[take], top[take]] = True
+        s.blocked[at[take], top[take]] = True
+        s.count += take.sum(-1)
     exhausted |= (count < k) & (count >= rank_left)
     return picked.reshape(*lead, n), exhausted.reshape(lead)
+
+
+def _pivot_dtype(block_size: int) -> torch.dtype:
+    """float64 for the exact variant (the norm downdate loses ~1 digit per 10 steps), else float32."""
+    return torch.float64 if block_size == 1 else torch.float32
+
+
+@dataclass
+class _PivotRows:
+    """The pivoting state of the rows still running (``rows`` are their positions in the full batch)."""
+
+    rows: torch.Tensor
+    phi: torch.Tensor
+    blocked: torch.Tensor
+    basis: torch.Tensor
+    residual_sq: torch.Tensor
+    floor: torch.Tensor
+    initial_energy: torch.Tensor
+    k: torch.Tensor
+    rank_left: torch.Tensor
+    picked: torch.Tensor
+    count: torch.Tensor
+    exhausted: torch.Tensor
+    avoid: tuple[torch.Tensor, torch.Tensor] | None
+
+    def subset(self, keep: torch.Tensor) -> _PivotRows:
+        fields = {name: value[keep] for name, value in vars(self).items() if name != "avoid"}
+        avoid = None if self.avoid is None else (self.avoid[0][keep], self.avoid[1][keep])
+        return _PivotRows(**fields, avoid=avoid)
+
+
+def _retire(
+    state: _PivotRows, done: torch.Tensor, picked: torch.Tensor, count: torch.Tensor, exhausted: torch.Tensor
+) -> None:
+    """Copy the finished rows' results into the full-batch outputs."""
+    rows = state.rows[done]
+    picked[rows] = state.picked[done]
+    count[rows] = state.count[done]
+    exhausted[rows] = state.exhausted[done]
 
 
 def _repeats_of(
     phi: torch.Tensor, index: torch.Tensor, avoid: tuple[torch.Tensor, torch.Tensor], threshold: float
 ) -> torch.Tensor:
     """``(batch, m)`` bool: candidates ``index`` whose feature direction repeats an ``avoid`` token's."""
-    rows = phi.gather(1, index.unsqueeze(-1).expand(-1, -1, phi.shape[-1]))
+    rows = _take_rows(phi, index)
     unit = rows / rows.norm(dim=-1, keepdim=True).clamp_min(1e-30)
     cos = unit @ avoid[0].transpose(1, 2)  # (batch, m, c)
     return ((cos >= threshold) & avoid[1].unsqueeze(1)).any(-1)
 
 
+def _take_rows(phi: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``phi[b, index[b]]`` ``(batch, m, D)``; advanced indexing copies ~2x faster than an expanded gather."""
+    return phi[torch.arange(phi.shape[0], device=phi.device).unsqueeze(-1), index]
+
+
 def _residual_rows(phi: torch.Tensor, index: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     """Rows ``index`` of ``phi`` with their component in the span of ``basis`` removed."""
-    rows = phi.gather(1, index.unsqueeze(-1).expand(-1, -1, phi.shape[-1]))
+    rows = _take_rows(phi, index)
     if basis.shape[1] == 0:
         return rows
     return rows - (rows @ basis.transpose(1, 2)) @ basis
@@ -463,18 +533,11 @@ def select_from_candidates(
         need = (c.budget - kept.sum(-1)).clamp_min(0)
         if not bool(need.any()):
             break
-        # round 0 complements the forced tokens (a duplicate of one has no residual); a restart resets
-        # residuals to the full features, so candidates repeating a kept token are screened out
-        picked, _ = pivoted_selection(
-            c.features,
-            need,
-            chosen=kept if round_ == 0 else None,
-            excluded=kept | ~c.valid,
-            block_size=block_size,
-            energy_tol=energy_tol,
-            avoid=_gather_kept(unit, kept) if round_ else None,
-            avoid_cosine=duplicate_cosine,
-        )
+        options = {"block_size": block_size, "energy_tol": energy_tol, "avoid_cosine": duplicate_cosine}
+        if round_ == 0:  # complements the forced tokens (a duplicate of one has no residual)
+            picked, _ = pivoted_selection(c.features, need, chosen=kept, excluded=kept | ~c.valid, **options)
+        else:  # a restart resets residuals to the full features; repeats of kept tokens are screened out
+            picked = _restart_round(c.features, unit, kept, c.valid, need, options)
         kept |= picked
         if strategy == "hybrid" or not bool(picked.any()):
             break
@@ -488,6 +551,42 @@ def select_from_candidates(
         torch.where(real, positions, n_max + torch.arange(width, device=positions.device)).sort(-1).values
     )
     return ordered.masked_fill(~real, -1)
+
+
+def _restart_round(
+    features: torch.Tensor,
+    unit: torch.Tensor,
+    kept: torch.Tensor,
+    valid: torch.Tensor,
+    need: torch.Tensor,
+    options: dict,
+) -> torch.Tensor:
+    """One restart round of :func:`pivoted_selection` on the rows that still need picks and only the
+    tokens still open in them (not kept, not padding): the pool shrinks as the budget fills, with the
+    same picks as pivoting over the whole pool with the others excluded. Returns ``(B, H, P)`` bool."""
+    batch, heads, size, dim = features.shape
+    open_ = (~kept & valid).reshape(batch * heads, size)
+    rows = torch.nonzero(need.reshape(-1) > 0).squeeze(-1)
+    picked = torch.zeros_like(open_)
+    width = int(open_[rows].sum(-1).max()) if len(rows) else 0
+    if width == 0:
+        return picked.reshape(kept.shape)
+    order = torch.argsort(open_[rows].to(torch.int8), dim=-1, descending=True, stable=True)[:, :width]
+    flat = features.reshape(batch * heads, size, dim)[rows]
+    sub = flat.gather(1, order.unsqueeze(-1).expand(-1, -1, dim))
+    closed = ~open_[rows].gather(1, order)  # padding of rows with fewer open tokens
+    flat_kept = kept.reshape(batch * heads, size)[rows]
+    avoid = _gather_kept(unit.reshape(batch * heads, size, dim)[rows], flat_kept)
+    chosen, _ = pivoted_selection(
+        sub,
+        need.reshape(-1)[rows],
+        excluded=closed,
+        avoid=avoid,
+        scale_sq=flat.to(_pivot_dtype(options["block_size"])).pow(2).sum(-1).amax(-1),
+        **options,
+    )
+    picked[rows] = torch.zeros_like(open_[rows]).scatter(1, order, chosen & ~closed)
+    return picked.reshape(kept.shape)
 
 
 def select_coreset(
