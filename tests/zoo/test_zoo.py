@@ -92,6 +92,20 @@ def test_training_smoke_runs_and_saves_a_loadable_checkpoint(tmp_path):
     assert [r["loss"] for r in again] == [r["loss"] for r in rows]
 
 
+def test_an_on_step_probe_sees_every_step_and_leaves_the_losses_alone():
+    spec = _tiny_spec()
+    seen = []
+
+    def probe(step, model):
+        model.eval()  # a pilot evaluates in eval mode; the loop must restore training mode
+        seen.append(step)
+
+    _, rows = zoo.train("tiny-llama", spec=spec, save=False, corpus_max_files=3, log=None, on_step=probe)
+    _, plain = zoo.train("tiny-llama", spec=spec, save=False, corpus_max_files=3, log=None)
+    assert seen == [1, 2, 3, 4]
+    assert [r["loss"] for r in rows] == [r["loss"] for r in plain]
+
+
 @pytest.mark.parametrize("name", sorted(COMMITTED))
 def test_train_reproduces_the_first_logged_losses(name):
     logged = json.loads((zoo.checkpoint_dir(name) / "training_log.json").read_text())["log"][:2]

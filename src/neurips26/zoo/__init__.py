@@ -102,17 +102,21 @@ def train(
     corpus_max_files: int | None = None,
     log: Any = print,
     spec: ModelSpec | None = None,
+    on_step: Any = None,
 ) -> tuple[Any, list[dict[str, float]]]:
     """Train ``name`` from scratch with its committed recipe (deterministic with one torch thread).
 
     ``output_dir`` defaults to the committed checkpoint directory; ``save=False`` writes nothing (tests).
+    ``on_step(step, model)`` runs after every optimizer step (pilots measure probes while training).
     Returns ``(model, log_rows)``.
     """
     from neurips26.zoo.training import train_model
 
     spec = spec or get_spec(name)
     out = None if not save else Path(output_dir) if output_dir is not None else checkpoint_dir(name)
-    return train_model(spec, out, max_steps=max_steps, log=log, corpus_max_files=corpus_max_files)
+    return train_model(
+        spec, out, max_steps=max_steps, log=log, corpus_max_files=corpus_max_files, on_step=on_step
+    )
 
 
 def list_models() -> list[dict[str, Any]]:

@@ -31,13 +31,17 @@ def _check_mixture(owner: str, mixture: dict[str, float]) -> None:
 class Phase:
     """One stage of the curriculum: ``steps`` optimizer steps of ``batch`` x ``seq_len`` tokens.
 
-    ``mixture`` (optional) replaces the recipe's mixture during this phase.
+    ``mixture`` (optional) replaces the recipe's mixture during this phase; ``randrep_alphabet`` (optional)
+    draws this phase's ``randrep`` tokens from a fixed set of that many tokens and ``randrep_max_period``
+    caps their period (an induction-first curriculum: small alphabet, short periods, then the full vocab).
     """
 
     seq_len: int
     batch: int
     steps: int
     mixture: dict[str, float] | None = None
+    randrep_alphabet: int | None = None
+    randrep_max_period: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("seq_len", "batch", "steps"):
@@ -46,6 +50,11 @@ class Phase:
                 raise ValueError(f"Phase.{name} must be a positive int, got {value!r}")
         if self.mixture is not None:
             _check_mixture("Phase.mixture", self.mixture)
+        alphabet, cap = self.randrep_alphabet, self.randrep_max_period
+        if alphabet is not None and (not isinstance(alphabet, int) or alphabet < 2):
+            raise ValueError(f"Phase.randrep_alphabet must be an int >= 2 or None, got {alphabet!r}")
+        if cap is not None and (not isinstance(cap, int) or not 2 <= cap <= self.seq_len // 2):
+            raise ValueError(f"Phase.randrep_max_period must be None or in [2, seq_len/2], got {cap!r}")
 
 
 def _default_phases() -> list[Phase]:

@@ -95,11 +95,15 @@ def build_batch(
     seq_len: int,
     batch: int,
     mixture: dict[str, float] | None = None,
+    *,
+    randrep_alphabet: int | None = None,
+    randrep_max_period: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``batch`` sequences of ``seq_len`` tokens drawn from the mixture; returns ids, target weights, kinds.
 
     ``weights[b, t]`` weighs the loss of predicting ``ids[b, t]``; probe answer tokens get
-    ``cfg.answer_weight``, the rest 1. ``mixture`` (a phase's own) overrides ``cfg.mixture``.
+    ``cfg.answer_weight``, the rest 1. ``mixture`` (a phase's own) overrides ``cfg.mixture``;
+    ``randrep_alphabet`` / ``randrep_max_period`` (a phase's own) shape the ``randrep`` sequences.
     """
     mixture = mixture or cfg.mixture
     kinds = list(mixture)
@@ -115,7 +119,9 @@ def build_batch(
         elif kind == "repeat":
             sample = _repeat_sample(data, rng, seq_len)
         elif kind == "randrep":
-            sample = _random_repeat_sample(data, rng, seq_len, len(tokenizer))
+            sample = _random_repeat_sample(
+                data, rng, seq_len, len(tokenizer), alphabet=randrep_alphabet, max_period=randrep_max_period
+            )
         else:
             kwargs = _probe_kwargs(kind, seq_len, rng, cfg)
             if kind != "passkey":
@@ -141,19 +147,47 @@ def _repeat_sample(data: CorpusTokens, rng: np.random.Generator, seq_len: int) -
     return ProbeSample(ids, [(len(first) + len(gap) + 1, len(ids))], "repeat")
 
 
+def randrep_alphabet_ids(alphabet: int, vocab_size: int) -> np.ndarray:
+    """The fixed ``alphabet`` token ids (never the EOS id 0) a small-alphabet ``randrep`` draws from.
+
+    A pure function of ``(alphabet, vocab_size)``, so training and evaluation agree on the set.
+    """
+    if not 2 <= alphabet < vocab_size:
+        raise ValueError(f"randrep_alphabet must be in [2, vocab_size), got {alphabet} (vocab {vocab_size})")
+    return np.sort(np.random.default_rng([alphabet, vocab_size]).permutation(vocab_size - 1)[:alphabet] + 1)
+
+
 def _random_repeat_sample(
-    data: CorpusTokens, rng: np.random.Generator, seq_len: int, vocab_size: int
+    data: CorpusTokens,
+    rng: np.random.Generator,
+    seq_len: int,
+    vocab_size: int,
+    *,
+    alphabet: int | None = None,
+    max_period: int | None = None,
 ) -> ProbeSample:
     """A chunk of uniformly random tokens repeated periodically over the whole sequence.
 
     Random tokens can only be predicted by copying from the previous period, so every token after the
-    first period is an induction-head target. The period is log-uniform in ``[2, seq_len / 2]``: short
-    periods give the strong, local signal that grows previous-token and copying heads within a few
-    hundred steps (a period-64 task alone leaves a 4-layer model on its loss plateau for > 300 steps);
-    long periods carry the copy across the whole context.
+    first period is an induction-head target. The period is log-uniform in ``[2, max_period]`` (default
+    ``seq_len / 2``): short periods give the strong, local signal that grows previous-token and copying
+    heads within a few hundred steps (a period-64 task alone leaves a 4-layer model on its loss plateau for
+    > 300 steps); long periods carry the copy across the whole context.
+
+    ``alphabet`` (optional) draws the chunk from a fixed set of that many tokens (without repetition while
+    the period fits): each of their embeddings is trained every step, the lever that shortens the
+    induction plateau in small-alphabet studies (Reddy 2023; Singh et al. 2024).
     """
-    period = int(np.exp(rng.uniform(np.log(2), np.log(max(3, seq_len // 2)))))
-    chunk = rng.integers(1, vocab_size, size=period)
+    top = max(3, seq_len // 2) if max_period is None else max_period
+    if not 2 <= top <= max(3, seq_len // 2):
+        raise ValueError(f"randrep_max_period must be in [2, seq_len/2]; got {max_period}, seq_len={seq_len}")
+    period = int(np.exp(rng.uniform(np.log(2), np.log(top))))
+    if alphabet is None:
+        chunk = rng.integers(1, vocab_size, size=period)
+    else:
+        ids = randrep_alphabet_ids(alphabet, vocab_size)
+        pick = rng.permutation(alphabet)[:period] if period <= alphabet else rng.integers(0, alphabet, period)
+        chunk = ids[pick]
     ids = np.resize(chunk, seq_len).tolist()
     return ProbeSample(ids, [(period + 1, seq_len)], "randrep")
 
@@ -216,6 +250,7 @@ def train_model(
     max_steps: int | None = None,
     log: Callable[[str], None] | None = print,
     corpus_max_files: int | None = None,
+    on_step: Callable[[int, Any], None] | None = None,
 ) -> tuple[Any, list[dict[str, float]]]:
     """Train ``spec`` from scratch; save to ``output_dir`` (when given) and return ``(model, log_rows)``.
 
@@ -229,6 +264,10 @@ def train_model(
         Stop after this many steps (tests reproduce the first logged losses); ``None`` runs the recipe.
     corpus_max_files:
         Use only the first files of the train split (smoke tests); ``None`` uses all.
+    on_step:
+        Called as ``on_step(step, model)`` after every optimizer step (pilots measure probes while training);
+        it must leave the model's weights alone and use its own random generator, so the training data
+        and losses stay those of a run without it.
     """
     import torch
 
@@ -248,7 +287,15 @@ def train_model(
             if step >= limit:
                 break
             ids_np, w_np, _kinds = build_batch(
-                tokenizer, data, rng, cfg, phase["seq_len"], phase["batch"], phase.get("mixture")
+                tokenizer,
+                data,
+                rng,
+                cfg,
+                phase["seq_len"],
+                phase["batch"],
+                phase.get("mixture"),
+                randrep_alphabet=phase.get("randrep_alphabet"),
+                randrep_max_period=phase.get("randrep_max_period"),
             )
             ids = torch.from_numpy(ids_np)
             weights = torch.from_numpy(w_np)
@@ -273,6 +320,9 @@ def train_model(
                 "elapsed_s": time.perf_counter() - start,
             }
             rows.append(row)
+            if on_step is not None:
+                on_step(step, model)
+                model.train()
             if log is not None and (step <= 3 or step % 10 == 0 or step == limit):
                 log(
                     f"step {step:4d}/{limit} T={phase['seq_len']:4d} loss {row['loss']:.4f} "
