@@ -140,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 overrides=overrides,
                 force=args.force,
                 executor=args.executor,
+                jobs=args.jobs,
             )
         except Exception as exc:  # the runner already isolates cells; this is setup failing
             print(f"{spec.slug}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
