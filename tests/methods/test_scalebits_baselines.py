@@ -34,16 +34,6 @@ from neurips26.testing.tiny_llms import tiny_llama
 TILE, GROUP = (16, 32), 32
 
 
-@pytest.fixture(scope="module")
-def llama() -> torch.nn.Module:
-    return tiny_llama(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, seed=0)
-
-
-@pytest.fixture(scope="module")
-def tokens() -> torch.Tensor:
-    return torch.randint(0, 256, (8, 16), generator=torch.Generator().manual_seed(0))
-
-
 def correlated_problem(rows: int, cols: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     weight = torch.randn(rows, cols, generator=generator)

@@ -22,19 +22,8 @@ from neurips26.methods.scalebits.gptq import inverse_hessian_factor
 from neurips26.methods.scalebits.integration import select_linears, uniform_tile_bits
 from neurips26.methods.scalebits.sfmp import threshold_allocation
 from neurips26.methods.scalebits.slim import group_salience, sba_candidates
-from neurips26.testing.tiny_llms import tiny_llama
 
 TILE, GROUP = (16, 32), 32
-
-
-@pytest.fixture(scope="module")
-def llama() -> torch.nn.Module:
-    return tiny_llama(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, seed=0)
-
-
-@pytest.fixture(scope="module")
-def tokens() -> torch.Tensor:
-    return torch.randint(0, 256, (8, 16), generator=torch.Generator().manual_seed(0))
 
 
 def uniform_avg_bits(model: torch.nn.Module, bits: int, bit_set: tuple[int, ...]) -> float:
