@@ -30,6 +30,25 @@ def _check_positive_int(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def check_tile_layout(config: Any) -> None:
+    """Validate and normalise the fields every tile-allocating config shares (ScaleBITS, SliM-LLM-style,
+    SFMP-style): ``bits`` (sorted in place), ``avg_bits`` (a number), ``tile`` (a pair, made a tuple),
+    ``group_size`` dividing the tile's columns, and ``micro_batch``."""
+    _check_bits(config.bits)
+    config.bits = tuple(sorted(config.bits))
+    if isinstance(config.avg_bits, bool) or not isinstance(config.avg_bits, (int, float)):
+        raise TypeError(f"avg_bits must be a number, got {type(config.avg_bits).__name__}")
+    if not (isinstance(config.tile, (tuple, list)) and len(config.tile) == 2):
+        raise ValueError(f"tile must be a pair (rows, cols), got {config.tile!r}")
+    config.tile = tuple(config.tile)
+    for name, value in (("tile rows", config.tile[0]), ("tile cols", config.tile[1])):
+        _check_positive_int(name, value)
+    _check_positive_int("group_size", config.group_size)
+    _check_positive_int("micro_batch", config.micro_batch)
+    if config.tile[1] % config.group_size:
+        raise ValueError(f"group_size={config.group_size} must divide the tile's columns {config.tile[1]}")
+
+
 def default_filter(module: Any, fqn: str) -> bool:
     """Quantize every ``nn.Linear`` except the output head (``lm_head``), as weight-only PTQ usually does."""
     import torch
@@ -57,24 +76,12 @@ class ScaleBitsConfig:
     filter_fn: Callable[[Any, str], bool] = field(default=default_filter, compare=False)
 
     def __post_init__(self) -> None:
-        _check_bits(self.bits)
-        self.bits = tuple(sorted(self.bits))
-        if isinstance(self.avg_bits, bool) or not isinstance(self.avg_bits, (int, float)):
-            raise TypeError(f"avg_bits must be a number, got {type(self.avg_bits).__name__}")
+        check_tile_layout(self)
         if not min(self.bits) <= self.avg_bits <= max(self.bits) + SCALE_HEADROOM:
             raise ValueError(
                 f"avg_bits={self.avg_bits} is outside the representable range for bits={self.bits}: "
                 f"[{min(self.bits)}, {max(self.bits) + SCALE_HEADROOM}] at most (metadata included)"
             )
-        if not (isinstance(self.tile, (tuple, list)) and len(self.tile) == 2):
-            raise ValueError(f"tile must be a pair (rows, cols), got {self.tile!r}")
-        self.tile = tuple(self.tile)
-        for name, value in (("tile rows", self.tile[0]), ("tile cols", self.tile[1])):
-            _check_positive_int(name, value)
-        _check_positive_int("group_size", self.group_size)
-        _check_positive_int("micro_batch", self.micro_batch)
-        if self.tile[1] % self.group_size:
-            raise ValueError(f"group_size={self.group_size} must divide the tile's columns {self.tile[1]}")
         if not isinstance(self.pad, bool):
             raise TypeError(f"pad must be a bool, got {self.pad!r}")
         check_choice("sensitivity", self.sensitivity, SENSITIVITIES)

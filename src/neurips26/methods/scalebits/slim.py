@@ -38,7 +38,7 @@ from torch import nn
 
 from neurips26.core.validation import check_choice
 from neurips26.methods.scalebits.baselines import quantize_gptq_allocation
-from neurips26.methods.scalebits.config import _check_bits, _check_positive_int, default_filter
+from neurips26.methods.scalebits.config import check_tile_layout, default_filter
 from neurips26.methods.scalebits.core import (
     check_tiling,
     fake_quantize,
@@ -76,17 +76,7 @@ class SliMLLMConfig:
     filter_fn: Any = field(default=default_filter, compare=False)
 
     def __post_init__(self) -> None:
-        _check_bits(self.bits)
-        self.bits = tuple(sorted(self.bits))
-        if isinstance(self.avg_bits, bool) or not isinstance(self.avg_bits, (int, float)):
-            raise TypeError(f"avg_bits must be a number, got {type(self.avg_bits).__name__}")
-        if not (isinstance(self.tile, (tuple, list)) and len(self.tile) == 2):
-            raise ValueError(f"tile must be a pair (rows, cols), got {self.tile!r}")
-        self.tile = tuple(self.tile)
-        _check_positive_int("group_size", self.group_size)
-        _check_positive_int("micro_batch", self.micro_batch)
-        if self.tile[1] % self.group_size:
-            raise ValueError(f"group_size={self.group_size} must divide the tile's columns {self.tile[1]}")
+        check_tile_layout(self)
         check_choice("quantizer", self.quantizer, QUANTIZERS)
         if not self.damp >= 0:
             raise ValueError(f"damp must be >= 0, got {self.damp!r}")
