@@ -164,6 +164,7 @@ class GPTQConfig:
     pad: bool = False
     block_size: int = 128  # paper: lazy batches of 128 columns
     damp: float = 0.01  # paper: 1% of the mean Hessian diagonal
+    static_groups: bool = False  # True: groups fitted once on the original weights (as llm-compressor)
     micro_batch: int = 4
     filter_fn: Any = field(default=default_filter, compare=False)
 
@@ -175,6 +176,8 @@ class GPTQConfig:
             )
         if not self.damp >= 0:
             raise ValueError(f"damp must be >= 0, got {self.damp!r}")
+        if not isinstance(self.static_groups, bool):
+            raise TypeError(f"static_groups must be a bool, got {self.static_groups!r}")
 
 
 @register_quantize_handler(GPTQConfig)
@@ -211,6 +214,7 @@ def quantize_gptq_allocation(
         config.micro_batch,
         config.block_size,
         config.damp,
+        config.static_groups,
     )
     packed = {}
     for name, buffers in quantized.items():
