@@ -15,6 +15,8 @@ perplexity and next-token top-1 agreement with the full-precision model). Every 
   the library exposes them: no activation ordering, block 128, dampening 0.01, min/max observer, float16
   scales, ``sequential_targets=["Linear"]`` (one calibration stage per linear layer: the same
   staging as ours);
+* ``llmc_actorder``: ``llmc`` with the library's default static activation ordering (columns quantized
+  in decreasing ``H_jj``; ours has no activation ordering);
 * ``llmc_default``: the same scheme with the library's own defaults for the rest (static activation
   ordering, one calibration stage per decoder layer).
 
@@ -57,7 +59,9 @@ from neurips26.methods.scalebits.experiment import (
 )
 from neurips26.methods.scalebits.integration import quantize_, select_linears
 
-SYSTEMS = ("rtn", "ours", "ours_static", "llmc", "llmc_default")
+SYSTEMS = ("rtn", "ours", "ours_static", "llmc", "llmc_actorder", "llmc_default")
+# llm-compressor variants: (one calibration stage per linear layer, activation ordering)
+LLMC_VARIANTS = {"llmc": (True, None), "llmc_actorder": (True, "static"), "llmc_default": (False, "static")}
 SIDE_VENV_HINT = (
     "llm-compressor is not importable. It cannot live in the project venv (it needs transformers >= 5.14; "
     "the project pins < 5.3), so create a side venv:\n"
@@ -136,10 +140,10 @@ def quantize_ours(
     quantize_(model, gptq, calibration=calibration)
 
 
-def llmc_modifier(bits: int, group_size: int, matched: bool) -> Any:
+def llmc_modifier(bits: int, group_size: int, actorder: str | None) -> Any:
     """llm-compressor's ``GPTQModifier``: asymmetric int, one row by ``group_size`` columns per scale.
 
-    ``matched``: no activation ordering (ours has none); otherwise the library's default (static).
+    ``actorder``: None (ours has no activation ordering) or the library's default ``"static"``.
     """
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
     from llmcompressor.modifiers.quantization import GPTQModifier
@@ -155,26 +159,30 @@ def llmc_modifier(bits: int, group_size: int, matched: bool) -> Any:
         actorder=None,
     )
     scheme = QuantizationScheme(targets=["Linear"], weights=weights)
-    extra = {"actorder": None} if matched else {"actorder": "static"}
     return GPTQModifier(
-        config_groups={"group_0": scheme}, ignore=["lm_head"], block_size=128, dampening_frac=0.01, **extra
+        config_groups={"group_0": scheme},
+        ignore=["lm_head"],
+        block_size=128,
+        dampening_frac=0.01,
+        actorder=actorder,
     )
 
 
 def quantize_llmc(
-    model: nn.Module, bits: int, calibration: torch.Tensor, config: ScaleBitsExperimentConfig, matched: bool
+    model: nn.Module, bits: int, calibration: torch.Tensor, config: ScaleBitsExperimentConfig, system: str
 ) -> None:
     """llm-compressor's ``oneshot`` on exactly our calibration windows (all of them, in order)."""
     from llmcompressor import oneshot
     from torch.utils.data import DataLoader
 
+    per_linear, actorder = LLMC_VARIANTS[system]
     loader = DataLoader([{"input_ids": row} for row in calibration], batch_size=config.micro_batch)
     oneshot(
         model=model,
         dataset=loader,
-        recipe=llmc_modifier(bits, config.group_size, matched),
+        recipe=llmc_modifier(bits, config.group_size, actorder),
         pipeline="sequential",
-        sequential_targets=["Linear"] if matched else None,
+        sequential_targets=["Linear"] if per_linear else None,  # None: the decoder layers
         num_calibration_samples=len(calibration),
         shuffle_calibration_samples=False,
     )
@@ -204,7 +212,7 @@ def measure(
     if system in ("rtn", "ours", "ours_static"):
         quantize_ours(model, system, bits, calibration, config)
     else:
-        quantize_llmc(model, bits, calibration, config, matched=system == "llmc")
+        quantize_llmc(model, bits, calibration, config, system)
     seconds = time.perf_counter() - start
     weights = effective_weights(model, names)
     distinct = max(group_distinct_counts(w, config.group_size) for w in weights.values())
@@ -214,6 +222,47 @@ def measure(
     metrics = evaluate(model, predicted, task.heldout_ids, config)
     row = Row(system, bits, seed, metrics["perplexity"], metrics["agreement"], seconds, distinct, len(names))
     return row, weights
+
+
+def per_layer_equality(task: LanguageTask, config: ScaleBitsExperimentConfig, bits: int, seed: int) -> None:
+    """Print, per layer, the fraction of ``ours_static``'s effective weights equal to ``llmc``'s."""
+    _, ours = measure("ours_static", bits, seed, task, config)
+    _, theirs = measure("llmc", bits, seed, task, config)
+    for name in ours:
+        print(f"  {name}: {same_fraction({name: ours[name]}, {name: theirs[name]}):.4f}")
+
+
+def same_hessian_equality(
+    task: LanguageTask, config: ScaleBitsExperimentConfig, bits: int, seed: int, names: list[str]
+) -> None:
+    """Print, for ``names``, the fraction of equal weights when ours (``static_groups=True``) and the
+    library's ``quantize_weight`` get the same full-precision Hessian (no sequential stages)."""
+    from compressed_tensors.quantization.utils import calculate_qparams
+    from llmcompressor.modifiers.gptq.gptq_quantize import quantize_weight
+
+    from neurips26.methods.scalebits.gptq import accumulate_hessians, dequantize_partial_groups, gptq_quantize
+
+    calibration = calibration_windows(
+        task.train_ids, config.calibration_sequences, config.sequence_length, seed
+    )
+    layers = {name: task.model.get_submodule(name) for name in names}
+    hessians, _ = accumulate_hessians(task.model, layers, calibration, config.micro_batch)
+    args = llmc_modifier(bits, config.group_size, None).config_groups["group_0"].weights
+    group = config.group_size
+    for name, layer in layers.items():
+        weight = layer.weight.detach().float()
+        rows, cols = weight.shape
+        n_groups = -(-cols // group)
+        padded = nn.functional.pad(weight, (0, n_groups * group - cols)).reshape(rows, n_groups, group)
+        scale, zero = calculate_qparams(padded.amin(-1), padded.amax(-1), args)
+        hessian = hessians[name]
+        theirs = quantize_weight(
+            weight[None].clone(), hessian[None].clone(), scale[None], zero[None], None, args
+        )
+        bit_map = torch.full((rows, n_groups), bits)
+        ours = gptq_quantize(weight, hessian, bit_map, group, 128, 0.01, static_groups=True)
+        fraction = same_fraction({name: dequantize_partial_groups(*ours, group)}, {name: theirs[0][0]})
+        print(f"  {name} (same Hessian): {fraction:.4f}")
 
 
 def markdown_table(rows: list[Row], fp_perplexity: float) -> str:
@@ -245,6 +294,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--calibration-sequences", type=int, default=None, help="default: the experiment's")
     parser.add_argument("--json", default=None, help="also write every row here")
+    parser.add_argument(
+        "--diagnose",
+        type=int,
+        nargs=2,
+        metavar=("BITS", "SEED"),
+        help="only print per-layer weight equality of ours_static and llmc, sequential and same-Hessian",
+    )
     args = parser.parse_args()
     require_llmcompressor()
     torch.set_num_threads(1)
@@ -253,6 +309,17 @@ def main() -> None:
         overrides["calibration_sequences"] = args.calibration_sequences
     config = ScaleBitsExperimentConfig(**overrides)
     task = load_zoo_task(config)
+    if args.diagnose:
+        bits, seed = args.diagnose
+        print(f"ours_static vs llmc, {bits} bits, seed {seed}, sequential stages:")
+        per_layer_equality(task, config, bits, seed)
+        probes = [
+            "model.layers.0.mlp.down_proj",
+            "model.layers.0.mlp.gate_proj",
+            "model.layers.2.self_attn.q_proj",
+        ]
+        same_hessian_equality(task, config, bits, seed, probes)
+        return
     _, fp_perplexity = reference_predictions(task, config)
     rows = []
     for seed in args.seeds:
