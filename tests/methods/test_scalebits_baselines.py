@@ -48,22 +48,30 @@ def correlated_problem(rows: int, cols: int, seed: int) -> tuple[torch.Tensor, t
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 1000), cols=st.sampled_from([32, 48, 72]), block=st.sampled_from([16, 32]))
-def test_blocked_gptq_equals_unblocked_obq_oracle(seed: int, cols: int, block: int) -> None:
+@given(
+    seed=st.integers(0, 1000),
+    cols=st.sampled_from([32, 48, 72]),
+    block=st.sampled_from([16, 32]),
+    static=st.booleans(),
+)
+def test_blocked_gptq_equals_unblocked_obq_oracle(seed: int, cols: int, block: int, static: bool) -> None:
     group = 16
     weight, hessian, _ = correlated_problem(12, cols, seed)
     bits = torch.randint(2, 5, (12, -(-cols // group)), generator=torch.Generator().manual_seed(seed))
-    fast = gptq_quantize(weight, hessian, bits, group, block_size=block)
-    slow = gptq_reference(weight, hessian, bits, group)
+    fast = gptq_quantize(weight, hessian, bits, group, block_size=block, static_groups=static)
+    slow = gptq_reference(weight, hessian, bits, group, static_groups=static)
     mismatched = (fast[0] != slow[0]).float().mean()
     assert mismatched <= 0.01  # float32 Cholesky vs float64 inverse: a rare tie may round the other way
     assert torch.allclose(fast[1], slow[1], rtol=1e-2)
 
 
-def test_gptq_with_identity_hessian_equals_round_to_nearest() -> None:
+@pytest.mark.parametrize("static", [False, True])
+def test_gptq_with_identity_hessian_equals_round_to_nearest(static: bool) -> None:
     weight = torch.randn(16, 64, generator=torch.Generator().manual_seed(1))
     bits = torch.tensor([2, 3, 4, 3]).repeat(16, 1)[:, :2]
-    codes, scales, zeros = gptq_quantize(weight, torch.eye(64), bits, 32, block_size=32, damp=0.0)
+    codes, scales, zeros = gptq_quantize(
+        weight, torch.eye(64), bits, 32, block_size=32, damp=0.0, static_groups=static
+    )
     rtn = quantize_groups(weight, bits.repeat_interleave(32, 1), 32)
     assert torch.equal(codes, rtn[0]) and torch.equal(scales, rtn[1]) and torch.equal(zeros, rtn[2])
 
@@ -300,3 +308,8 @@ def test_readme_baseline_snippet_runs() -> None:
     baseline = [s for s in snippets if "GPTQConfig" in s]
     assert baseline, "the README has a baselines snippet"
     exec(compile(baseline[0], "README.md", "exec"), {})
+
+
+def test_gptq_config_static_groups_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="static_groups"):
+        GPTQConfig(static_groups=1)

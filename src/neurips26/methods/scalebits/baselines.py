@@ -3,7 +3,8 @@
 * Uniform round-to-nearest (RTN) at 2/3/4 bits: ``quantize_(model, UniformRTNConfig(bits=3))``; ours,
   the standard asymmetric group RTN (as in GPTQ's and HQQ's RTN baselines), same tile/group layout.
 * Uniform GPTQ: ``quantize_(model, GPTQConfig(bits=3), calibration=ids)`` -- **re-implemented** in
-  :mod:`.gptq` (neither llm-compressor nor GPTQModel installs with torch 2.13 / transformers 5.2).
+  :mod:`.gptq` (neither llm-compressor nor GPTQModel installs with torch 2.13 / transformers 5.2; a side
+  venv with llm-compressor cross-checks it: ``benchmarks/scalebits_gptq_crosscheck.py``).
 * HQQ: ``quantize_(model, HQQConfig(bits=3))`` -- **library adapter**: the ``hqq`` package's
   ``Quantizer.quantize`` (half-quadratic proximal solver, ``axis=1`` groups along input channels); its
   float16 scale and float16 zero per group are stored as such and counted (16 + 16 bits per group).
@@ -164,6 +165,7 @@ class GPTQConfig:
     pad: bool = False
     block_size: int = 128  # paper: lazy batches of 128 columns
     damp: float = 0.01  # paper: 1% of the mean Hessian diagonal
+    static_groups: bool = False  # True: groups fitted once on the original weights (as llm-compressor)
     micro_batch: int = 4
     filter_fn: Any = field(default=default_filter, compare=False)
 
@@ -175,6 +177,8 @@ class GPTQConfig:
             )
         if not self.damp >= 0:
             raise ValueError(f"damp must be >= 0, got {self.damp!r}")
+        if not isinstance(self.static_groups, bool):
+            raise TypeError(f"static_groups must be a bool, got {self.static_groups!r}")
 
 
 @register_quantize_handler(GPTQConfig)
@@ -211,6 +215,7 @@ def quantize_gptq_allocation(
         config.micro_batch,
         config.block_size,
         config.damp,
+        config.static_groups,
     )
     packed = {}
     for name, buffers in quantized.items():

@@ -1,18 +1,21 @@
 """GPTQ: Accurate Post-Training Quantization for Generative Pre-trained Transformers (Frantar et al., 2022).
 
-**Re-implemented here** (the issue asks for a library baseline, but neither library installs next to this
-project's torch 2.13 / transformers 5.2: ``llmcompressor`` >= 0.1 needs transformers >= 5.14 or pins
-versions that conflict, ``gptqmodel`` 7.7 upgrades torch to 2.14). It writes its codes into the ScaleBITS
-packed format, so its bits are counted by the same ledger, and it accepts a bit-width per group, so the
-same loop quantizes uniform allocations and per-tile ScaleBITS allocations.
+**Re-implemented here**: neither library installs next to this project's torch 2.13 / transformers 5.2
+(``llmcompressor`` 0.14 needs transformers >= 5.14, ``gptqmodel`` 7.7 upgrades torch to 2.14). A side
+virtual environment with llm-compressor 0.14.0.1 (transformers 5.17, same CPU torch) cross-checks it:
+``benchmarks/scalebits_gptq_crosscheck.py`` and ``tests/methods/test_scalebits_llmcompressor.py`` (with
+``static_groups=True`` one layer's result equals llm-compressor's ``quantize_weight`` exactly). It writes its
+codes into the ScaleBITS packed format, so its bits are counted by the same ledger, and it accepts a
+bit-width per group, so the same loop quantizes uniform allocations and per-tile ScaleBITS allocations.
 
 Algorithm (paper, Alg. 1), for one weight ``W (R, C)`` and the layer-input Hessian ``H = 2 X X^T / n``:
 
 1. dead inputs (``H_jj = 0``) get ``H_jj = 1`` and ``W[:, j] = 0``; damping ``H += lambda mean(diag H) I``;
 2. ``U = chol(H^{-1})^T`` (upper Cholesky factor of the inverse Hessian);
 3. columns in order; at the first column of each group, the group's asymmetric scale and zero are fitted on
-   the *current* (error-updated) weights; column ``j`` is rounded, its error ``e = (w_j - q_j) / U_jj`` is
-   spread over the remaining columns of the block, ``W[:, j:] -= e U[j, j:]``;
+   the *current* (error-updated) weights (``static_groups=True``: all groups fitted once on the original
+   weights before the loop, llm-compressor's rule); column ``j`` is rounded, its error
+   ``e = (w_j - q_j) / U_jj`` is spread over the remaining columns of the block, ``W[:, j:] -= e U[j, j:]``;
 4. lazy batch updates: after each block of ``block_size`` columns, ``W[:, end:] -= E U[block, end:]``.
 """
 
@@ -71,6 +74,7 @@ def gptq_quantize(
     group_size: int,
     block_size: int = 128,
     damp: float = 0.01,
+    static_groups: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GPTQ with lazy batch updates and group-wise asymmetric quantization, a bit-width per group.
 
@@ -83,6 +87,10 @@ def gptq_quantize(
     block_size: columns per lazy batch (paper: 128); must be a multiple of ``g`` so that a group never
         straddles two blocks and its scale is fitted on fully updated weights.
     damp: ``lambda``, the dampening fraction of the mean diagonal (paper: 1%).
+    static_groups: fit every group's scale and zero once on the original weights (dead columns zeroed)
+        before the loop, as llm-compressor's GPTQ does (its observer runs before ``quantize_weight``) and
+        the reference code's ``static_groups=True``; default: fit each group on the error-updated weights
+        at its first column (the reference code's default).
 
     Returns
     -------
@@ -103,6 +111,10 @@ def gptq_quantize(
     codes = torch.zeros(rows, cols)
     scales = torch.zeros(rows, n_groups)
     zeros = torch.zeros(rows, n_groups)
+    if static_groups:
+        for group in range(n_groups):
+            columns = work[:, group * group_size : (group + 1) * group_size]
+            scales[:, group], zeros[:, group] = fit_group(columns, group_bits[:, group])
     for start in range(0, cols, block_size):
         end = min(start + block_size, cols)
         block = work[:, start:end].clone()
@@ -112,7 +124,7 @@ def gptq_quantize(
             column = start + i
             group = column // group_size
             bits = group_bits[:, group]
-            if column % group_size == 0:  # fit the group on the error-updated weights of this block
+            if column % group_size == 0 and not static_groups:  # fit on the error-updated weights
                 scales[:, group], zeros[:, group] = fit_group(block[:, i : i + group_size], bits)
             q = round_column(block[:, i], scales[:, group], zeros[:, group], bits)
             codes[:, column] = q
@@ -125,7 +137,12 @@ def gptq_quantize(
 
 
 def gptq_reference(
-    weight: torch.Tensor, hessian: torch.Tensor, group_bits: torch.Tensor, group_size: int, damp: float = 0.01
+    weight: torch.Tensor,
+    hessian: torch.Tensor,
+    group_bits: torch.Tensor,
+    group_size: int,
+    damp: float = 0.01,
+    static_groups: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The unblocked Optimal Brain Quantization loop (the oracle for :func:`gptq_quantize`).
 
@@ -142,10 +159,13 @@ def gptq_reference(
     inverse = torch.linalg.inv(hessian)
     n_groups = -(-cols // group_size)
     codes, scales, zeros = torch.zeros(rows, cols), torch.zeros(rows, n_groups), torch.zeros(rows, n_groups)
+    original = work.float().clone()
     for j in range(cols):
         group = j // group_size
         bits = group_bits[:, group]
-        if j % group_size == 0:
+        if j % group_size == 0 and static_groups:
+            scales[:, group], zeros[:, group] = fit_group(original[:, j : j + group_size], bits)
+        elif j % group_size == 0:
             scales[:, group], zeros[:, group] = fit_group(work[:, j : j + group_size].float(), bits)
         q = round_column(work[:, j].float(), scales[:, group], zeros[:, group], bits)
         codes[:, j] = q
@@ -213,6 +233,7 @@ def gptq_quantize_model(
     micro_batch: int = 4,
     block_size: int = 128,
     damp: float = 0.01,
+    static_groups: bool = False,
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """GPTQ over the named linears of ``model`` with their per-tile bit-widths, stage by stage.
 
@@ -230,7 +251,7 @@ def gptq_quantize_model(
         for name in stage:
             layer = remaining.pop(name)
             quantized[name] = _quantize_layer(
-                layer, hessians[name], tile_bits[name], tile, group_size, block_size, damp
+                layer, hessians[name], tile_bits[name], tile, group_size, block_size, damp, static_groups
             )
         unreached = [name for name in remaining if torch.count_nonzero(hessians[name]) == 0]
         if unreached and len(unreached) == len(remaining):  # layers the forward never calls: plain H = I
@@ -238,7 +259,7 @@ def gptq_quantize_model(
                 layer = remaining.pop(name)
                 identity = torch.eye(layer.in_features)
                 quantized[name] = _quantize_layer(
-                    layer, identity, tile_bits[name], tile, group_size, block_size, damp
+                    layer, identity, tile_bits[name], tile, group_size, block_size, damp, static_groups
                 )
     return quantized
 
@@ -251,13 +272,16 @@ def _quantize_layer(
     group_size: int,
     block_size: int,
     damp: float,
+    static_groups: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GPTQ on the real ``(R, C)`` weight, then the stored (padded) buffers with edge values repeated."""
     rows, cols = layer.weight.shape
     stored = padded_shape((rows, cols), tile)
     element_bits = expand_tile_values(tile_bits.long(), stored, tile)
     group_bits = element_bits[:rows, :cols:group_size]
-    codes, scales, zeros = gptq_quantize(layer.weight, hessian, group_bits, group_size, block_size, damp)
+    codes, scales, zeros = gptq_quantize(
+        layer.weight, hessian, group_bits, group_size, block_size, damp, static_groups
+    )
     with torch.no_grad():
         layer.weight.copy_(dequantize_partial_groups(codes, scales, zeros, group_size))
     scale_tile = (tile[0], tile[1] // group_size)
