@@ -11,12 +11,14 @@ perplexity and next-token top-1 agreement with the full-precision model). Every 
   error-updated weights at the group's first column);
 * ``ours_static``: ``GPTQConfig(static_groups=True)``: the same, with every group fitted once on the
   original weights before the loop, as llm-compressor does;
+* ``ours_actorder``: ``GPTQConfig(static_groups=True, act_order=True)``: static groups with the columns
+  quantized by descending ``H_jj`` (the reference code's ``--act-order --static-groups``);
 * ``llmc``: llm-compressor's ``GPTQModifier`` through ``oneshot`` with the settings matched to ours where
   the library exposes them: no activation ordering, block 128, dampening 0.01, min/max observer, float16
   scales, ``sequential_targets=["Linear"]`` (one calibration stage per linear layer: the same
   staging as ours);
 * ``llmc_actorder``: ``llmc`` with the library's default static activation ordering (columns quantized
-  in decreasing ``H_jj``; ours has no activation ordering);
+  in decreasing ``H_jj``; compare with ``ours_actorder``);
 * ``llmc_default``: the same scheme with the library's own defaults for the rest (static activation
   ordering, one calibration stage per decoder layer).
 
@@ -63,7 +65,7 @@ from neurips26.methods.scalebits.experiment import (
 )
 from neurips26.methods.scalebits.integration import quantize_, select_linears
 
-SYSTEMS = ("rtn", "ours", "ours_static", "llmc", "llmc_actorder", "llmc_default")
+SYSTEMS = ("rtn", "ours", "ours_static", "ours_actorder", "llmc", "llmc_actorder", "llmc_default")
 # llm-compressor variants: (one calibration stage per linear layer, activation ordering)
 LLMC_VARIANTS = {"llmc": (True, None), "llmc_actorder": (True, "static"), "llmc_default": (False, "static")}
 SIDE_VENV_HINT = (
@@ -139,7 +141,11 @@ def quantize_ours(
         quantize_(model, UniformRTNConfig(bits=bits, **layout))
         return
     gptq = GPTQConfig(
-        bits=bits, micro_batch=config.micro_batch, static_groups=system == "ours_static", **layout
+        bits=bits,
+        micro_batch=config.micro_batch,
+        static_groups=system in ("ours_static", "ours_actorder"),
+        act_order=system == "ours_actorder",
+        **layout,
     )
     quantize_(model, gptq, calibration=calibration)
 
@@ -269,21 +275,21 @@ def same_hessian_equality(
         print(f"  {name} (same Hessian): {fraction:.4f}")
 
 
-def markdown_table(rows: list[Row], fp_perplexity: float) -> str:
+def markdown_table(rows: list[Row], fp_perplexity: float, systems: tuple[str, ...] = SYSTEMS) -> str:
     """bits | seed | perplexity, agreement and seconds of every system, one line per (bits, seed)."""
     by_key = {(r.bits, r.seed, r.system): r for r in rows}
     header = ["bits", "seed"]
-    header += [f"{s} ppl" for s in SYSTEMS] + [f"{s} agree" for s in SYSTEMS] + [f"{s} s" for s in SYSTEMS]
+    header += [f"{s} ppl" for s in systems] + [f"{s} agree" for s in systems] + [f"{s} s" for s in systems]
     lines = [f"FP perplexity: {fp_perplexity:.3f}", "", "| " + " | ".join(header) + " |"]
     lines.append("|" + "---|" * len(header))
     keys = sorted({(r.bits, r.seed) for r in rows}, key=lambda k: (-k[0], k[1]))
     for bits, seed in keys:
-        cells = [by_key[(bits, seed, s)] for s in SYSTEMS]
+        cells = [by_key[(bits, seed, s)] for s in systems]
         values = [str(bits), str(seed)]
         values += [f"{c.perplexity:.3f}" for c in cells] + [f"{c.agreement:.3f}" for c in cells]
         values += [f"{c.seconds:.1f}" for c in cells]
         lines.append("| " + " | ".join(values) + " |")
-    others = [s for s in SYSTEMS if s != "llmc"]
+    others = [s for s in systems if s != "llmc"]
     lines += ["", "Fraction of quantized weights equal to llm-compressor's (matched settings):", ""]
     lines += ["| bits | seed | " + " | ".join(others) + " |", "|" + "---|" * (len(others) + 2)]
     for bits, seed in keys:
@@ -298,6 +304,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--calibration-sequences", type=int, default=None, help="default: the experiment's")
     parser.add_argument("--json", default=None, help="also write every row here")
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument(
         "--diagnose",
         type=int,
@@ -328,12 +335,13 @@ def main() -> None:
     rows = []
     for seed in args.seeds:
         for bits in args.bits:
-            measured = {system: measure(system, bits, seed, task, config) for system in SYSTEMS}
+            measured = {system: measure(system, bits, seed, task, config) for system in args.systems}
             for row, weights in measured.values():
-                row.same_as_llmc = same_fraction(weights, measured["llmc"][1])
+                if "llmc" in measured:
+                    row.same_as_llmc = same_fraction(weights, measured["llmc"][1])
                 rows.append(row)
                 print(row, flush=True)
-    print(markdown_table(rows, fp_perplexity))
+    print(markdown_table(rows, fp_perplexity, tuple(args.systems)))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"fp_perplexity": fp_perplexity, "rows": [asdict(r) for r in rows]}, handle, indent=1)

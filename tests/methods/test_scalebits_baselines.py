@@ -52,14 +52,15 @@ def correlated_problem(rows: int, cols: int, seed: int) -> tuple[torch.Tensor, t
     seed=st.integers(0, 1000),
     cols=st.sampled_from([32, 48, 72]),
     block=st.sampled_from([16, 32]),
-    static=st.booleans(),
+    rule=st.sampled_from(["dynamic", "static", "act_order"]),
 )
-def test_blocked_gptq_equals_unblocked_obq_oracle(seed: int, cols: int, block: int, static: bool) -> None:
+def test_blocked_gptq_equals_unblocked_obq_oracle(seed: int, cols: int, block: int, rule: str) -> None:
     group = 16
     weight, hessian, _ = correlated_problem(12, cols, seed)
     bits = torch.randint(2, 5, (12, -(-cols // group)), generator=torch.Generator().manual_seed(seed))
-    fast = gptq_quantize(weight, hessian, bits, group, block_size=block, static_groups=static)
-    slow = gptq_reference(weight, hessian, bits, group, static_groups=static)
+    options = {"static_groups": rule != "dynamic", "act_order": rule == "act_order"}
+    fast = gptq_quantize(weight, hessian, bits, group, block_size=block, **options)
+    slow = gptq_reference(weight, hessian, bits, group, **options)
     mismatched = (fast[0] != slow[0]).float().mean()
     assert mismatched <= 0.01  # float32 Cholesky vs float64 inverse: a rare tie may round the other way
     assert torch.allclose(fast[1], slow[1], rtol=1e-2)
@@ -313,3 +314,42 @@ def test_readme_baseline_snippet_runs() -> None:
 def test_gptq_config_static_groups_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="static_groups"):
         GPTQConfig(static_groups=1)
+    with pytest.raises(TypeError, match="act_order"):
+        GPTQConfig(act_order="yes")
+
+
+def test_act_order_needs_static_groups() -> None:
+    with pytest.raises(ValueError, match="static_groups"):
+        GPTQConfig(act_order=True)
+    weight, hessian, _ = correlated_problem(8, 32, 0)
+    with pytest.raises(ValueError, match="static_groups"):
+        gptq_quantize(weight, hessian, torch.full((8, 2), 3), 16, block_size=16, act_order=True)
+
+
+def test_act_order_on_a_descending_hessian_diagonal_changes_nothing() -> None:
+    weight, hessian, _ = correlated_problem(8, 48, 5)
+    order = torch.argsort(torch.diag(hessian), descending=True)
+    weight, hessian = weight[:, order], hessian[order][:, order]  # the diagonal is now descending
+    bits = torch.full((8, 3), 3)
+    static = gptq_quantize(weight, hessian, bits, 16, block_size=16, static_groups=True)
+    ordered = gptq_quantize(weight, hessian, bits, 16, block_size=16, static_groups=True, act_order=True)
+    assert all(torch.equal(a, b) for a, b in zip(static, ordered, strict=True))
+
+
+def test_act_order_processes_the_heaviest_inputs_first() -> None:
+    # one input column carries almost all the energy: quantized first, the rest absorb its error, so the
+    # layer output error drops below the natural order's
+    weight, hessian, inputs = correlated_problem(16, 64, 7)
+    inputs = inputs.clone()
+    inputs[:, -1] *= 8.0
+    hessian = inputs.T @ inputs
+    bits = torch.full((16, 4), 2)
+
+    def output_error(act_order: bool) -> float:
+        codes, scales, zeros = gptq_quantize(
+            weight, hessian, bits, 16, block_size=16, static_groups=True, act_order=act_order
+        )
+        dequantized = dequantize_partial_groups(codes, scales, zeros, 16)
+        return float((inputs @ (weight - dequantized).T).pow(2).mean())
+
+    assert output_error(True) < output_error(False)

@@ -166,6 +166,7 @@ class GPTQConfig:
     block_size: int = 128  # paper: lazy batches of 128 columns
     damp: float = 0.01  # paper: 1% of the mean Hessian diagonal
     static_groups: bool = False  # True: groups fitted once on the original weights (as llm-compressor)
+    act_order: bool = False  # True: columns by descending Hessian diagonal (needs static_groups)
     micro_batch: int = 4
     filter_fn: Any = field(default=default_filter, compare=False)
 
@@ -177,8 +178,11 @@ class GPTQConfig:
             )
         if not self.damp >= 0:
             raise ValueError(f"damp must be >= 0, got {self.damp!r}")
-        if not isinstance(self.static_groups, bool):
-            raise TypeError(f"static_groups must be a bool, got {self.static_groups!r}")
+        for name in ("static_groups", "act_order"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.act_order and not self.static_groups:
+            raise ValueError("act_order=True needs static_groups=True (each column keeps its stored group)")
 
 
 @register_quantize_handler(GPTQConfig)
@@ -216,6 +220,7 @@ def quantize_gptq_allocation(
         config.block_size,
         config.damp,
         config.static_groups,
+        config.act_order,
     )
     packed = {}
     for name, buffers in quantized.items():

@@ -17,6 +17,11 @@ Algorithm (paper, Alg. 1), for one weight ``W (R, C)`` and the layer-input Hessi
    weights before the loop, llm-compressor's rule); column ``j`` is rounded, its error
    ``e = (w_j - q_j) / U_jj`` is spread over the remaining columns of the block, ``W[:, j:] -= e U[j, j:]``;
 4. lazy batch updates: after each block of ``block_size`` columns, ``W[:, end:] -= E U[block, end:]``.
+
+``act_order=True`` (the reference code's ``--act-order``; llm-compressor's default ordering) processes the
+columns by descending ``H_jj`` -- the inputs with the most energy first, while the most columns are left to
+absorb their error -- and needs ``static_groups=True``, so that every column keeps the scale and zero of its
+*stored* group (no index map is needed by the packed format).
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ def gptq_quantize(
     block_size: int = 128,
     damp: float = 0.01,
     static_groups: bool = False,
+    act_order: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GPTQ with lazy batch updates and group-wise asymmetric quantization, a bit-width per group.
 
@@ -91,6 +97,8 @@ def gptq_quantize(
         before the loop, as llm-compressor's GPTQ does (its observer runs before ``quantize_weight``) and
         the reference code's ``static_groups=True``; default: fit each group on the error-updated weights
         at its first column (the reference code's default).
+    act_order: quantize the columns by descending Hessian diagonal (needs ``static_groups``); the returned
+        codes are in the original column order.
 
     Returns
     -------
@@ -106,15 +114,16 @@ def gptq_quantize(
         raise ValueError(f"group_bits must be ({rows}, {n_groups}), got {tuple(group_bits.shape)}")
     if block_size % group_size:
         raise ValueError(f"block_size={block_size} must be a multiple of group_size={group_size}")
-    work = weight.detach().float().clone()
-    factor = inverse_hessian_factor(hessian, work, damp)
+    _check_act_order(act_order, static_groups)
+    order = activation_order(hessian) if act_order else torch.arange(cols)
+    work = weight.detach().float()[:, order].clone()
+    factor = inverse_hessian_factor(hessian[order][:, order], work, damp)  # zeroes the dead columns
+    group_of = (order // group_size).tolist()  # each processed column's stored group
     codes = torch.zeros(rows, cols)
     scales = torch.zeros(rows, n_groups)
     zeros = torch.zeros(rows, n_groups)
     if static_groups:
-        for group in range(n_groups):
-            columns = work[:, group * group_size : (group + 1) * group_size]
-            scales[:, group], zeros[:, group] = fit_group(columns, group_bits[:, group])
+        _fit_static_groups(work[:, torch.argsort(order)], group_bits, group_size, scales, zeros)
     for start in range(0, cols, block_size):
         end = min(start + block_size, cols)
         block = work[:, start:end].clone()
@@ -122,7 +131,7 @@ def gptq_quantize(
         block_factor = factor[start:end, start:end]
         for i in range(end - start):
             column = start + i
-            group = column // group_size
+            group = group_of[column]
             bits = group_bits[:, group]
             if column % group_size == 0 and not static_groups:  # fit on the error-updated weights
                 scales[:, group], zeros[:, group] = fit_group(block[:, i : i + group_size], bits)
@@ -133,7 +142,33 @@ def gptq_quantize(
             block[:, i:] -= error[:, None] * block_factor[i, i:][None, :]  # step 3: spread the error
             errors[:, i] = error
         work[:, end:] -= errors @ factor[start:end, end:]  # step 4: lazy batch update
-    return codes.long(), scales, zeros.long()
+    return codes[:, torch.argsort(order)].long(), scales, zeros.long()
+
+
+def activation_order(hessian: torch.Tensor) -> torch.Tensor:
+    """Column order of ``act_order``: descending Hessian diagonal (stable, so ties keep their order)."""
+    return torch.argsort(torch.diag(hessian), descending=True, stable=True)
+
+
+def _check_act_order(act_order: bool, static_groups: bool) -> None:
+    if act_order and not static_groups:
+        raise ValueError(
+            "act_order=True needs static_groups=True: a group fitted at its first processed column would "
+            "mix columns from all over the weight"
+        )
+
+
+def _fit_static_groups(
+    original: torch.Tensor,
+    group_bits: torch.Tensor,
+    group_size: int,
+    scales: torch.Tensor,
+    zeros: torch.Tensor,
+) -> None:
+    """Fit every group's scale and zero once on the (original-order, dead-zeroed) weights, in place."""
+    for group in range(scales.shape[1]):
+        columns = original[:, group * group_size : (group + 1) * group_size]
+        scales[:, group], zeros[:, group] = fit_group(columns, group_bits[:, group])
 
 
 def gptq_reference(
@@ -143,6 +178,7 @@ def gptq_reference(
     group_size: int,
     damp: float = 0.01,
     static_groups: bool = False,
+    act_order: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The unblocked Optimal Brain Quantization loop (the oracle for :func:`gptq_quantize`).
 
@@ -150,8 +186,10 @@ def gptq_reference(
     ``j`` from the inverse Hessian (``Hinv -= Hinv[:, j] Hinv[j, :] / Hinv_jj``); no Cholesky, no blocks.
     """
     rows, cols = weight.shape
-    work = weight.detach().double().clone()
-    hessian = hessian.double().clone()
+    _check_act_order(act_order, static_groups)
+    order = activation_order(hessian) if act_order else torch.arange(cols)
+    work = weight.detach().double()[:, order].clone()
+    hessian = hessian.double()[order][:, order].clone()
     dead = torch.diag(hessian) == 0
     hessian[dead, dead] = 1.0
     work[:, dead] = 0.0
@@ -159,20 +197,19 @@ def gptq_reference(
     inverse = torch.linalg.inv(hessian)
     n_groups = -(-cols // group_size)
     codes, scales, zeros = torch.zeros(rows, cols), torch.zeros(rows, n_groups), torch.zeros(rows, n_groups)
-    original = work.float().clone()
+    if static_groups:
+        _fit_static_groups(work.float()[:, torch.argsort(order)], group_bits, group_size, scales, zeros)
     for j in range(cols):
-        group = j // group_size
+        group = int(order[j]) // group_size
         bits = group_bits[:, group]
-        if j % group_size == 0 and static_groups:
-            scales[:, group], zeros[:, group] = fit_group(original[:, j : j + group_size], bits)
-        elif j % group_size == 0:
+        if j % group_size == 0 and not static_groups:
             scales[:, group], zeros[:, group] = fit_group(work[:, j : j + group_size].float(), bits)
         q = round_column(work[:, j].float(), scales[:, group], zeros[:, group], bits)
         codes[:, j] = q
         error = work[:, j] - ((q - zeros[:, group]) * scales[:, group]).double()
         work[:, j + 1 :] -= error[:, None] * (inverse[j, j + 1 :] / inverse[j, j])[None, :]
         inverse -= torch.outer(inverse[:, j], inverse[j, :]) / inverse[j, j]
-    return codes.long(), scales, zeros.long()
+    return codes[:, torch.argsort(order)].long(), scales, zeros.long()
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -234,6 +271,7 @@ def gptq_quantize_model(
     block_size: int = 128,
     damp: float = 0.01,
     static_groups: bool = False,
+    act_order: bool = False,
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """GPTQ over the named linears of ``model`` with their per-tile bit-widths, stage by stage.
 
@@ -251,7 +289,15 @@ def gptq_quantize_model(
         for name in stage:
             layer = remaining.pop(name)
             quantized[name] = _quantize_layer(
-                layer, hessians[name], tile_bits[name], tile, group_size, block_size, damp, static_groups
+                layer,
+                hessians[name],
+                tile_bits[name],
+                tile,
+                group_size,
+                block_size,
+                damp,
+                static_groups,
+                act_order,
             )
         unreached = [name for name in remaining if torch.count_nonzero(hessians[name]) == 0]
         if unreached and len(unreached) == len(remaining):  # layers the forward never calls: plain H = I
@@ -259,7 +305,15 @@ def gptq_quantize_model(
                 layer = remaining.pop(name)
                 identity = torch.eye(layer.in_features)
                 quantized[name] = _quantize_layer(
-                    layer, identity, tile_bits[name], tile, group_size, block_size, damp, static_groups
+                    layer,
+                    identity,
+                    tile_bits[name],
+                    tile,
+                    group_size,
+                    block_size,
+                    damp,
+                    static_groups,
+                    act_order,
                 )
     return quantized
 
@@ -273,6 +327,7 @@ def _quantize_layer(
     block_size: int,
     damp: float,
     static_groups: bool = False,
+    act_order: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GPTQ on the real ``(R, C)`` weight, then the stored (padded) buffers with edge values repeated."""
     rows, cols = layer.weight.shape
@@ -280,7 +335,7 @@ def _quantize_layer(
     element_bits = expand_tile_values(tile_bits.long(), stored, tile)
     group_bits = element_bits[:rows, :cols:group_size]
     codes, scales, zeros = gptq_quantize(
-        layer.weight, hessian, group_bits, group_size, block_size, damp, static_groups
+        layer.weight, hessian, group_bits, group_size, block_size, damp, static_groups, act_order
     )
     with torch.no_grad():
         layer.weight.copy_(dequantize_partial_groups(codes, scales, zeros, group_size))
