@@ -219,7 +219,7 @@ def measure(
     model = copy.deepcopy(task.model)
     names = list(select_linears(model, default_filter))
     start = time.perf_counter()
-    if system in ("rtn", "ours", "ours_static"):
+    if system not in LLMC_VARIANTS:
         quantize_ours(model, system, bits, calibration, config)
     else:
         quantize_llmc(model, bits, calibration, config, system)
