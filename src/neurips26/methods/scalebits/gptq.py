@@ -284,37 +284,21 @@ def gptq_quantize_model(
         check_tiling(name, tuple(layer.weight.shape), tile, group_size, pad)
     quantized: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
     remaining = dict(layers)
+
+    def quantize(name: str, hessian: torch.Tensor) -> None:
+        layer = remaining.pop(name)
+        quantized[name] = _quantize_layer(
+            layer, hessian, tile_bits[name], tile, group_size, block_size, damp, static_groups, act_order
+        )
+
     while remaining:
         hessians, stage = accumulate_hessians(model, remaining, calibration, micro_batch)
         for name in stage:
-            layer = remaining.pop(name)
-            quantized[name] = _quantize_layer(
-                layer,
-                hessians[name],
-                tile_bits[name],
-                tile,
-                group_size,
-                block_size,
-                damp,
-                static_groups,
-                act_order,
-            )
+            quantize(name, hessians[name])
         unreached = [name for name in remaining if torch.count_nonzero(hessians[name]) == 0]
         if unreached and len(unreached) == len(remaining):  # layers the forward never calls: plain H = I
             for name in unreached:
-                layer = remaining.pop(name)
-                identity = torch.eye(layer.in_features)
-                quantized[name] = _quantize_layer(
-                    layer,
-                    identity,
-                    tile_bits[name],
-                    tile,
-                    group_size,
-                    block_size,
-                    damp,
-                    static_groups,
-                    act_order,
-                )
+                quantize(name, torch.eye(layers[name].in_features))
     return quantized
 
 
