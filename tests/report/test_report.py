@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from neurips26.bench.runner import run_experiment
@@ -37,3 +39,17 @@ def test_readme_results_region_is_replaced_between_markers(tmp_path) -> None:
     assert "old" not in text and "neurips26 run toy" in text and text.endswith("after\n")
     (tmp_path / "plain.md").write_text("no markers")
     assert not refresh_method_readme(tmp_path / "plain.md", result, "x")
+
+
+def test_pareto_figure_plots_the_headline_against_a_cost_metric(tmp_path) -> None:
+    experiment = dataclasses.replace(TOY_EXPERIMENT, pareto_x="n")
+    result = run_experiment(experiment, REF, tmp_path / "toy", profile="default")
+    assert result["run_info"]["pareto_x"] == "n"
+    text = build_report(tmp_path).read_text()
+    assert (tmp_path / "figures" / "toy_pareto.png").stat().st_size > 1000
+    assert "figures/toy_pareto.png" in text
+
+
+def test_pareto_x_must_be_a_metric() -> None:
+    with pytest.raises(ValueError, match="pareto_x 'bits' not in metrics"):
+        dataclasses.replace(TOY_EXPERIMENT, pareto_x="bits")

@@ -134,6 +134,8 @@ class Experiment:
     profiles: ``smoke``, ``default`` and ``full``.
     run: ``run(system, config, profile, seed, progress) -> {metric: value}``.
     ours: the name of our system (the one drawn thicker in figures).
+    pareto_x: optional cost metric (e.g. measured bits per weight); the report then also plots the
+        headline metric against it, one curve per system (a Pareto figure).
     """
 
     slug: str
@@ -144,11 +146,14 @@ class Experiment:
     profiles: Mapping[str, Profile]
     run: RunFunction
     ours: str
+    pareto_x: str | None = None
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.slug}: duplicate metric names in {names}")
+        if self.pareto_x is not None and self.pareto_x not in names:
+            raise ValueError(f"{self.slug}: pareto_x {self.pareto_x!r} not in metrics {names}")
         if self.ours not in self.systems:
             raise ValueError(f"{self.slug}: ours={self.ours!r} is not among systems {list(self.systems)}")
         for claim in self.claims:

@@ -305,6 +305,7 @@ def aggregate(
             "status": "ok" if not errors else "error",
             "errors": errors,
             "ours": experiment.ours,
+            "pareto_x": experiment.pareto_x,
             "cells_wall_s": sum(c.get("wall_s") or 0.0 for c in cells),
             "peak_rss_mb": max((c.get("peak_rss_mb") or 0.0 for c in cells), default=0.0),
         },

@@ -24,7 +24,14 @@ def build_report(run_dir: str | Path) -> Path:
     for result in results:
         slug = result["run_info"]["slug"]
         figure = method_figure(result, run_dir / "figures" / f"{slug}.png")
-        sections.append(f"## {slug}\n\n" + method_section(result, figure.relative_to(run_dir).as_posix()))
+        section = f"## {slug}\n\n" + method_section(result, figure.relative_to(run_dir).as_posix())
+        pareto_x = result["run_info"].get("pareto_x")
+        if pareto_x:
+            pareto = method_figure(result, run_dir / "figures" / f"{slug}_pareto.png", x_metric=pareto_x)
+            section += (
+                f"\n\n![{slug}: headline metric vs {pareto_x}]({pareto.relative_to(run_dir).as_posix()})"
+            )
+        sections.append(section)
     text = "\n\n".join(
         [
             f"# neurips26 report: {run_dir.name}",

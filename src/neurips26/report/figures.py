@@ -37,8 +37,14 @@ def _ci_half_width(summary: dict) -> float:
     return 0.0
 
 
-def method_figure(result: dict, path: str | Path, metric: str | None = None) -> Path:
-    """Plot the headline metric (or ``metric``) of every system and save a PNG at ``path``."""
+def method_figure(
+    result: dict, path: str | Path, metric: str | None = None, x_metric: str | None = None
+) -> Path:
+    """Plot the headline metric (or ``metric``) of every system and save a PNG at ``path``.
+
+    With ``x_metric`` (a swept profile only) each system's points sit at that metric's mean instead of the
+    swept value -- e.g. perplexity against measured bits per weight, a Pareto figure.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,7 +61,12 @@ def method_figure(result: dict, path: str | Path, metric: str | None = None) -> 
     if sweep and len(grid) == 1:
         for name in names:
             points = result["systems"][name]["points"]
-            xs = [p["point"][sweep] for p in points]
+            if x_metric is not None:  # at the measured cost, in increasing order; unmeasured points dropped
+                points = sorted(
+                    (p for p in points if (p["summary"].get(x_metric) or {}).get("mean") is not None),
+                    key=lambda p: p["summary"][x_metric]["mean"],
+                )
+            xs = [p["point"][sweep] if x_metric is None else p["summary"][x_metric]["mean"] for p in points]
             means = [p["summary"][metric]["mean"] for p in points]
             errs = [_ci_half_width(p["summary"][metric]) for p in points]
             ax.errorbar(
@@ -68,7 +79,7 @@ def method_figure(result: dict, path: str | Path, metric: str | None = None) -> 
                 linewidth=3 if name == ours else 1.2,
                 capsize=3,
             )
-        ax.set_xlabel(sweep)
+        ax.set_xlabel(sweep if x_metric is None else _label(result, x_metric))
     else:
         points = result["systems"][names[0]]["points"] if names else []
         width = 0.8 / max(len(names), 1)
@@ -91,8 +102,7 @@ def method_figure(result: dict, path: str | Path, metric: str | None = None) -> 
         ax.set_xticklabels(
             [point_key(p["point"]) or "all" for p in points], rotation=20, ha="right", fontsize=7
         )
-    unit = next((m["unit"] for m in result["metrics"] if m["name"] == metric), "")
-    ax.set_ylabel(f"{metric} ({unit})" if unit else metric)
+    ax.set_ylabel(_label(result, metric))
     ax.set_title(f"{result['run_info']['slug']}: {metric} (mean, 95% CI)")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
@@ -101,3 +111,9 @@ def method_figure(result: dict, path: str | Path, metric: str | None = None) -> 
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _label(result: dict, metric: str) -> str:
+    """``metric (unit)``, or the bare name when the metric has no unit."""
+    unit = next((m["unit"] for m in result["metrics"] if m["name"] == metric), "")
+    return f"{metric} ({unit})" if unit else metric

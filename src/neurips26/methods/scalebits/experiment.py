@@ -528,4 +528,5 @@ EXPERIMENT = Experiment(
     },
     run=run,
     ours="scalebits",
+    pareto_x="bits_per_weight",
 )
