@@ -84,3 +84,27 @@ def test_phase_randrep_options_reach_the_batch_and_are_validated(tokenizer, smal
     default = _random_repeat_sample(small_corpus, np.random.default_rng(5), 64, 2048)
     explicit = _random_repeat_sample(small_corpus, np.random.default_rng(5), 64, 2048, max_period=32)
     assert default.ids == explicit.ids
+
+
+@pytest.mark.parametrize("seq_len", [8, 32, 65])
+def test_random_mqar_answers_are_the_values_bound_to_the_queried_keys(seq_len):
+    from neurips26.zoo.training import random_mqar_sample
+
+    sample = random_mqar_sample(np.random.default_rng(seq_len), seq_len, 2048)
+    ids = sample.ids
+    pairs = seq_len // 4
+    assert len(ids) == 4 * pairs and len(sample.spans) == pairs
+    bound = dict(zip(ids[0 : 2 * pairs : 2], ids[1 : 2 * pairs : 2], strict=True))
+    assert len(bound) == pairs  # distinct keys
+    for start, end in sample.spans:
+        assert end == start + 1 and ids[start] == bound[ids[start - 1]]
+    assert 0 not in ids
+
+
+def test_random_mqar_in_a_batch_weights_only_the_answers(small_corpus, tokenizer):
+    cfg = TrainConfig(answer_weight=5.0)
+    _, weights, kinds = build_batch(
+        tokenizer, small_corpus, np.random.default_rng(0), cfg, 32, 3, {"randmqar": 1.0}
+    )
+    assert kinds == ["randmqar"] * 3
+    assert ((weights == 5.0).sum(axis=1) == 8).all()

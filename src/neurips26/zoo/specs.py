@@ -16,7 +16,7 @@ from neurips26.core.config import param
 __all__ = ["MODEL_SPECS", "ModelSpec", "Phase", "TrainConfig", "get_spec", "known_names"]
 
 
-MIXTURE_KINDS = ("text", "repeat", "randrep", "kv", "passkey", "mqar")
+MIXTURE_KINDS = ("text", "repeat", "randrep", "randmqar", "kv", "passkey", "mqar")
 
 
 def _check_mixture(owner: str, mixture: dict[str, float]) -> None:

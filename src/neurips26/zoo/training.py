@@ -122,6 +122,8 @@ def build_batch(
             sample = _random_repeat_sample(
                 data, rng, seq_len, len(tokenizer), alphabet=randrep_alphabet, max_period=randrep_max_period
             )
+        elif kind == "randmqar":
+            sample = random_mqar_sample(rng, seq_len, len(tokenizer))
         else:
             kwargs = _probe_kwargs(kind, seq_len, rng, cfg)
             if kind != "passkey":
@@ -190,6 +192,31 @@ def _random_repeat_sample(
         chunk = ids[pick]
     ids = np.resize(chunk, seq_len).tolist()
     return ProbeSample(ids, [(period + 1, seq_len)], "randrep")
+
+
+def random_mqar_sample(rng: np.random.Generator, seq_len: int, vocab_size: int) -> ProbeSample:
+    """Multi-query associative recall over random tokens (Zoology's ``multiquery_ar``, Arora et al. 2023).
+
+    ``seq_len / 4`` distinct key tokens each bound to a value token (``k1 v1 k2 v2 ...``, first half), then
+    every key queried once in random order with its value as the answer (second half). Keys and values come
+    from two disjoint halves of the vocabulary (never the EOS id 0) and the query order is random, so no
+    positional look-back pays: the only way to lower the loss on a value is to find the key's earlier
+    occurrence by content and copy the token after it -- one-hop induction, the kv probe's first half.
+    """
+    pairs = seq_len // 4
+    if pairs < 1 or vocab_size < 2 * pairs + 2:
+        raise ValueError(
+            f"randmqar needs seq_len >= 4 and vocab_size > seq_len / 2; got {seq_len}, {vocab_size}"
+        )
+    half = (vocab_size - 1) // 2
+    keys = rng.choice(half, size=pairs, replace=False) + 1
+    values = rng.integers(half + 1, vocab_size, size=pairs)
+    order = rng.permutation(pairs)
+    bindings = np.stack([keys, values], axis=1).reshape(-1)
+    queries = np.stack([keys[order], values[order]], axis=1).reshape(-1)
+    ids = np.concatenate([bindings, queries]).tolist()
+    spans = [(2 * pairs + 2 * i + 1, 2 * pairs + 2 * i + 2) for i in range(pairs)]
+    return ProbeSample(ids, spans, "randmqar")
 
 
 def _learning_rate(step: int, cfg: TrainConfig) -> float:
