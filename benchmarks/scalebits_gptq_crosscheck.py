@@ -64,6 +64,7 @@ from neurips26.methods.scalebits.experiment import (
     reference_predictions,
 )
 from neurips26.methods.scalebits.integration import quantize_, select_linears
+from neurips26.report.tables import markdown_table
 
 SYSTEMS = ("rtn", "ours", "ours_static", "ours_actorder", "llmc", "llmc_actorder", "llmc_default")
 # llm-compressor variants: (one calibration stage per linear layer, activation ordering)
@@ -153,7 +154,8 @@ def quantize_ours(
 def llmc_modifier(bits: int, group_size: int, actorder: str | None) -> Any:
     """llm-compressor's ``GPTQModifier``: asymmetric int, one row by ``group_size`` columns per scale.
 
-    ``actorder``: None (ours has no activation ordering) or the library's default ``"static"``.
+    ``actorder``: None (matches ``ours`` / ``ours_static``) or the library's default ``"static"``
+    (matches ``ours_actorder``).
     """
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
     from llmcompressor.modifiers.quantization import GPTQModifier
@@ -275,27 +277,36 @@ def same_hessian_equality(
         print(f"  {name} (same Hessian): {fraction:.4f}")
 
 
-def markdown_table(rows: list[Row], fp_perplexity: float, systems: tuple[str, ...] = SYSTEMS) -> str:
+def results_tables(rows: list[Row], fp_perplexity: float, systems: tuple[str, ...] = SYSTEMS) -> str:
     """bits | seed | perplexity, agreement and seconds of every system, one line per (bits, seed)."""
     by_key = {(r.bits, r.seed, r.system): r for r in rows}
+    keys = sorted({(r.bits, r.seed) for r in rows}, key=lambda k: (-k[0], k[1]))
     header = ["bits", "seed"]
     header += [f"{s} ppl" for s in systems] + [f"{s} agree" for s in systems] + [f"{s} s" for s in systems]
-    lines = [f"FP perplexity: {fp_perplexity:.3f}", "", "| " + " | ".join(header) + " |"]
-    lines.append("|" + "---|" * len(header))
-    keys = sorted({(r.bits, r.seed) for r in rows}, key=lambda k: (-k[0], k[1]))
+    measured = []
     for bits, seed in keys:
         cells = [by_key[(bits, seed, s)] for s in systems]
-        values = [str(bits), str(seed)]
-        values += [f"{c.perplexity:.3f}" for c in cells] + [f"{c.agreement:.3f}" for c in cells]
-        values += [f"{c.seconds:.1f}" for c in cells]
-        lines.append("| " + " | ".join(values) + " |")
+        measured.append(
+            [bits, seed]
+            + [f"{c.perplexity:.3f}" for c in cells]
+            + [f"{c.agreement:.3f}" for c in cells]
+            + [f"{c.seconds:.1f}" for c in cells]
+        )
     others = [s for s in systems if s != "llmc"]
-    lines += ["", "Fraction of quantized weights equal to llm-compressor's (matched settings):", ""]
-    lines += ["| bits | seed | " + " | ".join(others) + " |", "|" + "---|" * (len(others) + 2)]
-    for bits, seed in keys:
-        fractions = [f"{by_key[(bits, seed, s)].same_as_llmc:.4f}" for s in others]
-        lines.append(f"| {bits} | {seed} | " + " | ".join(fractions) + " |")
-    return "\n".join(lines)
+    equal = [
+        [bits, seed, *(f"{by_key[(bits, seed, s)].same_as_llmc:.4f}" for s in others)] for bits, seed in keys
+    ]
+    return "\n".join(
+        [
+            f"FP perplexity: {fp_perplexity:.3f}",
+            "",
+            markdown_table(header, measured),
+            "",
+            "Fraction of quantized weights equal to llm-compressor's (matched settings):",
+            "",
+            markdown_table(["bits", "seed", *others], equal),
+        ]
+    )
 
 
 def main() -> None:
@@ -341,7 +352,7 @@ def main() -> None:
                     row.same_as_llmc = same_fraction(weights, measured["llmc"][1])
                 rows.append(row)
                 print(row, flush=True)
-    print(markdown_table(rows, fp_perplexity, tuple(args.systems)))
+    print(results_tables(rows, fp_perplexity, tuple(args.systems)))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"fp_perplexity": fp_perplexity, "rows": [asdict(r) for r in rows]}, handle, indent=1)

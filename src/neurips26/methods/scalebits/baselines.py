@@ -37,7 +37,7 @@ from neurips26.methods.scalebits.core import (
     padded_shape,
     random_allocation,
 )
-from neurips26.methods.scalebits.gptq import gptq_quantize_model
+from neurips26.methods.scalebits.gptq import check_act_order, gptq_quantize_model
 from neurips26.methods.scalebits.hawq import (
     hutchinson_traces,
     knapsack_allocation,
@@ -181,8 +181,7 @@ class GPTQConfig:
         for name in ("static_groups", "act_order"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.act_order and not self.static_groups:
-            raise ValueError("act_order=True needs static_groups=True (each column keeps its stored group)")
+        check_act_order(self.act_order, self.static_groups)
 
 
 @register_quantize_handler(GPTQConfig)

@@ -114,7 +114,7 @@ def gptq_quantize(
         raise ValueError(f"group_bits must be ({rows}, {n_groups}), got {tuple(group_bits.shape)}")
     if block_size % group_size:
         raise ValueError(f"block_size={block_size} must be a multiple of group_size={group_size}")
-    _check_act_order(act_order, static_groups)
+    check_act_order(act_order, static_groups)
     order = activation_order(hessian) if act_order else torch.arange(cols)
     work = weight.detach().float()[:, order].clone()
     factor = inverse_hessian_factor(hessian[order][:, order], work, damp)  # zeroes the dead columns
@@ -150,7 +150,8 @@ def activation_order(hessian: torch.Tensor) -> torch.Tensor:
     return torch.argsort(torch.diag(hessian), descending=True, stable=True)
 
 
-def _check_act_order(act_order: bool, static_groups: bool) -> None:
+def check_act_order(act_order: bool, static_groups: bool) -> None:
+    """``act_order`` needs ``static_groups``: a ``ValueError`` naming both otherwise."""
     if act_order and not static_groups:
         raise ValueError(
             "act_order=True needs static_groups=True: a group fitted at its first processed column would "
@@ -186,7 +187,7 @@ def gptq_reference(
     ``j`` from the inverse Hessian (``Hinv -= Hinv[:, j] Hinv[j, :] / Hinv_jj``); no Cholesky, no blocks.
     """
     rows, cols = weight.shape
-    _check_act_order(act_order, static_groups)
+    check_act_order(act_order, static_groups)
     order = activation_order(hessian) if act_order else torch.arange(cols)
     work = weight.detach().double()[:, order].clone()
     hessian = hessian.double()[order][:, order].clone()
