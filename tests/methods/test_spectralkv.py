@@ -112,6 +112,39 @@ def test_metric_features_measure_mean_squared_logits(n_queries):
     assert torch.allclose(value_part.pow(2).sum((-1, -2)), key_energy, rtol=1e-4)
 
 
+@pytest.mark.parametrize("n_queries", [6, 12])
+@pytest.mark.parametrize("with_logits", [False, True])
+def test_pool_first_candidates_equal_features_then_pool(n_queries, with_logits):
+    """metric_candidates assembles only the pool's features: same pool and features as the long way."""
+    from neurips26.methods.spectralkv.core import coreset_candidates, metric_candidates
+
+    g = torch.Generator().manual_seed(5)
+    keys, values = torch.randn(2, 2, 40, 8, generator=g), torch.randn(2, 2, 40, 8, generator=g)
+    queries = torch.randn(2, 2, n_queries, 8, generator=g)  # grouped: 2 query heads x n_queries / 2 each
+    logits = (queries @ keys.transpose(-1, -2) / math.sqrt(8)).reshape(2, 4, n_queries // 2, 40)
+    scores, weights = torch.rand(2, 2, 40, generator=g), torch.rand(2, 2, 40, generator=g)
+    forced = forced_token_mask(40, 2, 4)
+    options = {"value_weight": 0.7, "score_power": 1.0}
+    features = metric_features(keys, values, queries, scores=weights, **options)
+    expected = coreset_candidates(features, scores, 12, forced, pool_factor=1.5)
+    got = metric_candidates(
+        keys,
+        values,
+        queries,
+        scores,
+        12,
+        forced,
+        pool_factor=1.5,
+        feature_scores=weights,
+        window_logits=logits if with_logits else None,
+        **options,
+    )
+    assert torch.equal(got.index, expected.index) and torch.equal(got.forced, expected.forced)
+    assert torch.allclose(got.scores, expected.scores)
+    gram = got.features @ got.features.transpose(-1, -2)  # the key part may be rotated: compare Gram
+    assert torch.allclose(gram, expected.features @ expected.features.transpose(-1, -2), rtol=1e-4, atol=1e-5)
+
+
 def _pivot_order(phi: torch.Tensor, k: int) -> list[int]:
     order: list[int] = []
     for steps in range(1, k + 1):

@@ -33,6 +33,7 @@ __all__ = [
     "attention_concentration",
     "coreset_candidates",
     "forced_token_mask",
+    "metric_candidates",
     "metric_features",
     "near_duplicate_share",
     "pivoted_selection",
@@ -147,6 +148,7 @@ def metric_features(
     value_weight: float = 1.0,
     scores: torch.Tensor | None = None,
     score_power: float = 1.0,
+    window_logits: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Joint feature ``phi_i = s_i^(beta/2) [M^1/2 k_i ; lambda v_i]`` per KV head.
 
@@ -162,27 +164,85 @@ def metric_features(
         ``(B, H, g*w, d)`` post-RoPE observation queries grouped by KV head.
     scores:
         optional ``(B, H, n)`` non-negative importance (observed attention); weights the features.
+    window_logits:
+        optional ``(B, H*g, w, n)`` pre-softmax logits ``q . k / sqrt(d)`` of the same queries (the press
+        has them from the window attention); the key part is then read off them instead of recomputed.
 
     Returns
     -------
     ``(B, H, n, 2d)`` float32 features.
     """
-    q = window_queries.float()
-    if q.shape[-2] <= q.shape[-1]:
-        # Q k / sqrt(|Q|) has the same Gram matrix as M^1/2 k (k_i^T Q^T Q k_j / |Q|), in <= d dims and
-        # without an eigendecomposition; pivoting depends on the Gram matrix only
-        key_part = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
-    else:
-        metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
-        eigval, eigvec = torch.linalg.eigh(metric)
-        root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
-        key_part = keys.float() @ root
-    v = values.float()
-    energy_k = key_part.pow(2).sum((-1, -2), keepdim=True).sqrt()
-    energy_v = v.pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
-    features = torch.cat([key_part, value_weight * (energy_k / energy_v) * v], dim=-1)
-    if scores is not None and score_power != 0.0:
-        features = features * scores.float().clamp_min(0.0).pow(score_power / 2).unsqueeze(-1)
+    key_part = _KeyPart(keys, window_queries, window_logits)
+    everything = torch.arange(keys.shape[2], device=keys.device).expand(keys.shape[:3])
+    return _assemble_features(key_part, values, everything, value_weight, _score_weight(scores, score_power))
+
+
+class _KeyPart:
+    """The metric-aligned key part ``M^1/2 k`` (up to a rotation): its per-token energy, and its rows.
+
+    ``Q k / sqrt(|Q|)`` has the same Gram matrix as ``M^1/2 k`` (``k_i^T Q^T Q k_j / |Q|``) in ``g*w``
+    dims without an eigendecomposition, and pivoting depends on the Gram matrix only. The window logits
+    are ``Q k / sqrt(d)``: when given they *are* the key part up to a scale, so nothing is recomputed and
+    only the rows of the candidate pool are ever materialised.
+    """
+
+    def __init__(
+        self, keys: torch.Tensor, window_queries: torch.Tensor, window_logits: torch.Tensor | None
+    ) -> None:
+        q = window_queries.float()
+        batch, heads, n, d = keys.shape
+        self._logits = None
+        if window_logits is not None and q.shape[-2] <= d:
+            queries_per_head = q.shape[-2]
+            self._logits = window_logits.float().reshape(batch, heads, queries_per_head, n)
+            self._scale = math.sqrt(d / queries_per_head)
+            self.energy = self._logits.pow(2).sum(-2) * self._scale**2  # (B, H, n)
+            return
+        if q.shape[-2] <= d:
+            self._full = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
+        else:  # more queries than dims: M^1/2 itself keeps the key part in d dims
+            metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
+            eigval, eigvec = torch.linalg.eigh(metric)
+            root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
+            self._full = keys.float() @ root
+        self.energy = self._full.pow(2).sum(-1)
+
+    def rows(self, index: torch.Tensor) -> torch.Tensor:
+        """``(B, H, P, dims)`` key-part rows of the tokens ``index`` ``(B, H, P)``."""
+        if self._logits is None:
+            return self._full.gather(-2, index.unsqueeze(-1).expand(*index.shape, self._full.shape[-1]))
+        picked = self._logits.gather(
+            -1, index.unsqueeze(-2).expand(*self._logits.shape[:-1], index.shape[-1])
+        )
+        return picked.transpose(-1, -2) * self._scale
+
+
+def _score_weight(scores: torch.Tensor | None, score_power: float) -> torch.Tensor | None:
+    """Per-token feature weight ``s^(beta/2)``, or None for unweighted features."""
+    if scores is None or score_power == 0.0:
+        return None
+    return scores.float().clamp_min(0.0).pow(score_power / 2)
+
+
+def _value_scale(key_part: _KeyPart, values: torch.Tensor, value_weight: float) -> torch.Tensor:
+    """``lambda`` ``(B, H, 1, 1)``: the value part gets ``value_weight`` times the key part's energy."""
+    energy_k = key_part.energy.sum(-1).sqrt()
+    energy_v = values.float().pow(2).sum((-1, -2)).sqrt().clamp_min(1e-12)
+    return (value_weight * energy_k / energy_v)[..., None, None]
+
+
+def _assemble_features(
+    key_part: _KeyPart,
+    values: torch.Tensor,
+    index: torch.Tensor,
+    value_weight: float,
+    weight: torch.Tensor | None,
+) -> torch.Tensor:
+    """Features ``(B, H, P, dims + d)`` of the tokens ``index`` ``(B, H, P)``."""
+    v = values.float().gather(-2, index.unsqueeze(-1).expand(*index.shape, values.shape[-1]))
+    features = torch.cat([key_part.rows(index), _value_scale(key_part, values, value_weight) * v], dim=-1)
+    if weight is not None:
+        features = features * weight.gather(-1, index).unsqueeze(-1)
     return features
 
 
@@ -474,15 +534,9 @@ def coreset_candidates(
     ``pool_factor=None`` every token is a candidate (exact).
     """
     batch, heads, n, dim = features.shape
-    if not 1 <= budget <= n:
-        raise ValueError(f"budget must be in [1, n={n}], got {budget}")
+    _check_budget(budget, n)
     forced = _forced_within_budget(forced, budget)
-    size = n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
-    if size == n:
-        index = torch.arange(n, device=features.device).expand(batch, heads, n).contiguous()
-    else:
-        energy = features.float().pow(2).sum(-1).masked_fill(forced, float("inf"))
-        index = energy.topk(size, dim=-1).indices.sort(-1).values
+    index = _pool_index(features.float().pow(2).sum(-1), forced, budget, pool_factor)
     return Candidates(
         index=index,
         features=features.gather(-2, index.unsqueeze(-1).expand(-1, -1, -1, dim)),
@@ -491,6 +545,64 @@ def coreset_candidates(
         valid=torch.ones_like(index, dtype=torch.bool),
         budget=torch.full((batch, heads), budget, dtype=torch.long, device=features.device),
     )
+
+
+def metric_candidates(
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    window_queries: torch.Tensor,
+    scores: torch.Tensor,
+    budget: int,
+    forced: torch.Tensor,
+    *,
+    pool_factor: float | None = None,
+    value_weight: float = 1.0,
+    feature_scores: torch.Tensor | None = None,
+    score_power: float = 1.0,
+    window_logits: torch.Tensor | None = None,
+) -> Candidates:
+    """``coreset_candidates(metric_features(...), ...)`` without the features of tokens outside the pool.
+
+    The pool is ranked by feature energy, which is known per token without the features
+    (``w_i^2 (||M^1/2 k_i||^2 + lambda^2 ||v_i||^2)``), so only the ``P`` pool rows are assembled: with
+    the window logits given the key part costs no matmul at all. ``feature_scores`` weight the features
+    (``metric_features``'s ``scores``), ``scores`` rank the hybrid fill (``coreset_candidates``'s).
+    """
+    batch, heads, n, _ = keys.shape
+    _check_budget(budget, n)
+    forced = _forced_within_budget(forced, budget)
+    key_part = _KeyPart(keys, window_queries, window_logits)
+    weight = _score_weight(feature_scores, score_power)
+    energy = key_part.energy + _value_scale(key_part, values, value_weight)[..., 0].pow(
+        2
+    ) * values.float().pow(2).sum(-1)
+    if weight is not None:
+        energy = energy * weight.pow(2)
+    index = _pool_index(energy, forced, budget, pool_factor)
+    return Candidates(
+        index=index,
+        features=_assemble_features(key_part, values, index, value_weight, weight),
+        scores=scores.gather(-1, index),
+        forced=forced[index],
+        valid=torch.ones_like(index, dtype=torch.bool),
+        budget=torch.full((batch, heads), budget, dtype=torch.long, device=keys.device),
+    )
+
+
+def _pool_index(
+    energy: torch.Tensor, forced: torch.Tensor, budget: int, pool_factor: float | None
+) -> torch.Tensor:
+    """``(B, H, P)`` sorted positions of the forced tokens plus the largest ``energy``."""
+    batch, heads, n = energy.shape
+    size = n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
+    if size == n:
+        return torch.arange(n, device=energy.device).expand(batch, heads, n).contiguous()
+    return energy.masked_fill(forced, float("inf")).topk(size, dim=-1).indices.sort(-1).values
+
+
+def _check_budget(budget: int, n: int) -> None:
+    if not 1 <= budget <= n:
+        raise ValueError(f"budget must be in [1, n={n}], got {budget}")
 
 
 def stack_candidates(parts: list[Candidates]) -> Candidates:

@@ -37,9 +37,8 @@ from neurips26.methods.spectralkv.core import (
     Candidates,
     allocate_layer_budgets,
     attention_concentration,
-    coreset_candidates,
     forced_token_mask,
-    metric_features,
+    metric_candidates,
     select_from_candidates,
     select_topk,
     stack_candidates,
@@ -71,6 +70,7 @@ class _LayerAnalysis:
     values: torch.Tensor
     scores: torch.Tensor  # (B, H, n) SnapKV-style observed attention, window padded with max + 1
     queries: torch.Tensor  # (B, H, g*w, d) post-RoPE window queries grouped by KV head
+    logits: torch.Tensor  # (B, H_q, w, n) their pre-softmax logits, the key part of the features
     concentration: float
 
 
@@ -225,7 +225,7 @@ class SpectralKVPress(BasePress):
         kwargs: dict,
     ) -> _LayerAnalysis:
         """Observation-window attention, SnapKV scores, window queries and the layer's concentration."""
-        queries, attention = _window_attention(module, hidden_states, keys, self.window_size, kwargs)
+        queries, logits, attention = _window_attention(module, hidden_states, keys, self.window_size, kwargs)
         n, w = keys.shape[2], self.window_size
         heads_kv = keys.shape[1]
         group = attention.shape[1] // heads_kv
@@ -238,7 +238,7 @@ class SpectralKVPress(BasePress):
         concentration = attention_concentration(attention, candidates)
         b, _, _, d = queries.shape
         grouped = queries.reshape(b, heads_kv, group * w, d)
-        return _LayerAnalysis(keys, values, scores, grouped, concentration)
+        return _LayerAnalysis(keys, values, scores, grouped, logits, concentration)
 
     def _budgets_for(self, n: int, nominal: int, floor: int) -> torch.Tensor:
         """Per-layer budgets of the uniform and static modes (fixed before the layers run)."""
@@ -311,15 +311,19 @@ class SpectralKVPress(BasePress):
         n = analysis.keys.shape[2]
         forced = forced_token_mask(n, self.n_sink, self.window_size, device=analysis.keys.device)
         observed = analysis.scores.masked_fill(forced, 0.0)  # the window's padded score is not attention
-        features = metric_features(
+        return metric_candidates(
             analysis.keys,
             analysis.values,
             analysis.queries,
+            analysis.scores,
+            budget,
+            forced,
+            pool_factor=self.pool_factor,
             value_weight=self.value_weight,
-            scores=observed + observed.amax(-1, keepdim=True) * 1e-3,  # keep every token pickable
+            feature_scores=observed + observed.amax(-1, keepdim=True) * 1e-3,  # keep every token pickable
             score_power=self.score_power,
+            window_logits=analysis.logits,
         )
-        return coreset_candidates(features, analysis.scores, budget, forced, self.pool_factor)
 
     def _pivoting_options(self) -> dict[str, Any]:
         return {
@@ -369,8 +373,9 @@ def _is_prefilling(cache_position: torch.Tensor, q_len: int) -> bool:
 
 def _window_attention(
     module: nn.Module, hidden_states: torch.Tensor, keys: torch.Tensor, window: int, kwargs: dict
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Post-RoPE window queries ``(B, H_q, w, d)`` and their softmax over all keys ``(B, H_q, w, n)``.
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Post-RoPE window queries ``(B, H_q, w, d)``, their logits over all keys (unmasked) and their causal
+    softmax ``(B, H_q, w, n)``.
 
     The arithmetic follows kvpress ``SnapKVPress.compute_window_attention`` so scores match it exactly.
     """
@@ -383,7 +388,7 @@ def _window_attention(
     logits = torch.matmul(queries, repeat_kv(keys, groups).transpose(2, 3)) / math.sqrt(module.head_dim)
     mask = torch.triu(torch.ones_like(logits) * float("-inf"), diagonal=n - window + 1)
     attention = F.softmax(logits + mask, dim=-1, dtype=torch.float32).to(queries.dtype)
-    return queries, attention
+    return queries, logits, attention
 
 
 def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor) -> None:
