@@ -364,26 +364,62 @@ def test_selection_batched_over_layers_equals_layer_by_layer(block_size, strateg
 @pytest.mark.parametrize("block_size", [1, 16])
 def test_restart_round_on_open_tokens_equals_pivoting_with_exclusions(block_size):
     """The restart round pivots over the rows still short and their open tokens only: same picks."""
-    from neurips26.methods.spectralkv.core import _gather_kept, _restart_round
+    from neurips26.methods.spectralkv.core import DuplicatePairs, _restart_round
 
     g = torch.Generator().manual_seed(11)
     features = torch.randn(2, 3, 120, 16, generator=g)
     kept = torch.rand(2, 3, 120, generator=g) < 0.3
     kept[0, 1, 5] = True
-    features[0, 1, 60:70] = features[0, 1, 5]  # repeats of a kept token: screened out
+    features[0, 1, 60:70] = features[0, 1, 5]  # repeats of a kept token: closed
     kept[0, 1, 60:70] = False
     valid = torch.ones_like(kept)
     valid[1, :, 100:] = False  # padding
     need = torch.tensor([[10, 30, 25], [40, 5, 0]])
     unit = features / features.norm(dim=-1, keepdim=True)
-    options = {"block_size": block_size, "energy_tol": 0.01, "avoid_cosine": 0.999}
-    fast = _restart_round(features, unit, kept, valid, need, options)
-    full, _ = pivoted_selection(
-        features, need, excluded=kept | ~valid, avoid=_gather_kept(unit, kept), **options
-    )
+    closed = kept | ~valid | DuplicatePairs.find(unit, valid, 0.999).of_any(kept)
+    options = {"block_size": block_size, "energy_tol": 0.01}
+    fast = _restart_round(features, closed, need, options)
+    full, _ = pivoted_selection(features, need, excluded=closed, **options)
     assert torch.equal(fast, full)
     assert bool(fast.sum(-1).le(need).all()) and int(fast[1, 2].sum()) == 0
     assert not bool((fast & (kept | ~valid)).any()) and not bool(fast[0, 1, 60:70].any())
+
+
+def _brute_force_pairs(
+    unit: torch.Tensor, valid: torch.Tensor, threshold: float
+) -> set[tuple[int, int, int]]:
+    cos = unit.reshape(-1, *unit.shape[-2:]) @ unit.reshape(-1, *unit.shape[-2:]).transpose(-1, -2)
+    ok = valid.reshape(-1, valid.shape[-1])
+    hit = (cos >= threshold) & ok.unsqueeze(-1) & ok.unsqueeze(-2)
+    hit &= ~torch.eye(hit.shape[-1], dtype=torch.bool)
+    return {tuple(t) for t in torch.nonzero(hit).tolist()}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(1, 70),
+    dim=st.integers(1, 6),
+    clusters=st.integers(1, 6),
+    threshold=st.sampled_from([0.9, 0.99, 0.999]),
+    seed=st.integers(0, 10_000),
+)
+def test_duplicate_pairs_equal_brute_force(n, dim, clusters, threshold, seed):
+    """The banded search finds exactly the pairs an all-pairs comparison finds, clustered data too."""
+    from neurips26.methods.spectralkv.core import DuplicatePairs
+
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(2, clusters, dim, generator=g)
+    pick = torch.randint(0, clusters, (2, n), generator=g)
+    points = centres.gather(1, pick.unsqueeze(-1).expand(-1, -1, dim))
+    points = points + 0.02 * torch.rand(1, generator=g) * torch.randn(2, n, dim, generator=g)
+    unit = (points / points.norm(dim=-1, keepdim=True).clamp_min(1e-12)).reshape(1, 2, n, dim)
+    valid = torch.rand(1, 2, n, generator=g) < 0.9
+    pairs = DuplicatePairs.find(unit, valid, threshold)
+    found = set(zip(pairs.row.tolist(), pairs.first.tolist(), pairs.second.tolist(), strict=True))
+    expected = _brute_force_pairs(unit, valid, threshold)
+    # the two sides compute cosines differently: only pairs within float rounding of the threshold may differ
+    cos = unit.reshape(2, n, dim) @ unit.reshape(2, n, dim).transpose(-1, -2)
+    assert all(abs(float(cos[r, i, j]) - threshold) < 1e-5 for r, i, j in found ^ expected)
 
 
 def test_composes_with_kvpress_presses_when_last(model, ids):

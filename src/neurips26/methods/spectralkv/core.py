@@ -29,6 +29,7 @@ import torch
 __all__ = [
     "RANK_STRATEGIES",
     "Candidates",
+    "DuplicatePairs",
     "allocate_layer_budgets",
     "attention_concentration",
     "coreset_candidates",
@@ -265,8 +266,6 @@ def pivoted_selection(
     block_cosine: float = 0.5,
     rank_tol: float = 1e-6,
     energy_tol: float = 0.0,
-    avoid: tuple[torch.Tensor, torch.Tensor] | None = None,
-    avoid_cosine: float = 0.999,
     scale_sq: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy residual pivoting (pivoted QR, Businger-Golub) batched over the leading dims.
@@ -296,9 +295,6 @@ def pivoted_selection(
     energy_tol:
         Stop (as exhausted) once the residual energy of the unpicked tokens is at most ``energy_tol`` times
         its value before the first pick: the span of the picks already holds the rest.
-    avoid:
-        Optional ``(unit features (..., c, D), valid (..., c))`` of tokens whose near-duplicates (cosine >=
-        ``avoid_cosine``) must never be picked; each round's candidates are screened before ranking.
     scale_sq:
         Optional ``(...)`` squared norm that ``rank_tol`` is relative to; default ``max_i ||phi_i||^2``
         (a caller that passes a subset of the tokens passes the full set's scale to get the same picks).
@@ -322,8 +318,6 @@ def pivoted_selection(
     blocked = taken.clone()
     if excluded is not None:
         blocked |= excluded.reshape(batch, n)
-    if avoid is not None:
-        avoid = (avoid[0].reshape(batch, -1, dim).to(phi.dtype), avoid[1].reshape(batch, -1))
     basis = _orthonormal_basis(phi, taken, rank_tol)  # (batch, r0, D): directions already covered
     norms_sq = phi.pow(2).sum(-1)
     residual_sq = norms_sq - (phi @ basis.transpose(1, 2)).pow(2).sum(-1)
@@ -348,7 +342,6 @@ def pivoted_selection(
         picked=torch.zeros_like(taken),
         count=torch.zeros(batch, dtype=torch.long, device=phi.device),
         exhausted=torch.zeros(batch, dtype=torch.bool, device=phi.device),
-        avoid=avoid,
     )
     picked = torch.zeros_like(taken)
     count = torch.zeros(batch, dtype=torch.long, device=phi.device)
@@ -368,12 +361,6 @@ def pivoted_selection(
             want = want[running]
         masked = s.residual_sq.masked_fill(s.blocked, -1.0)
         top_sq, top = masked.topk(min(2 * block_size if block_size > 1 else 1, n), dim=-1)
-        if s.avoid is not None:  # screen only the candidates about to be ranked: cheap, and exact
-            repeat = _repeats_of(s.phi, top, s.avoid, avoid_cosine) & (top_sq >= 0)
-            if bool(repeat.any()):
-                at = torch.arange(len(s.rows), device=phi.device).unsqueeze(-1).expand_as(top)
-                s.blocked[at[repeat], top[repeat]] = True
-                continue
         residual = _residual_rows(s.phi, top, s.basis)  # (rows, m, D)
         valid = top_sq > s.floor
         if block_size > 1:
@@ -415,12 +402,9 @@ class _PivotRows:
     picked: torch.Tensor
     count: torch.Tensor
     exhausted: torch.Tensor
-    avoid: tuple[torch.Tensor, torch.Tensor] | None
 
     def subset(self, keep: torch.Tensor) -> _PivotRows:
-        fields = {name: value[keep] for name, value in vars(self).items() if name != "avoid"}
-        avoid = None if self.avoid is None else (self.avoid[0][keep], self.avoid[1][keep])
-        return _PivotRows(**fields, avoid=avoid)
+        return _PivotRows(**{name: value[keep] for name, value in vars(self).items()})
 
 
 def _retire(
@@ -431,16 +415,6 @@ def _retire(
     picked[rows] = state.picked[done]
     count[rows] = state.count[done]
     exhausted[rows] = state.exhausted[done]
-
-
-def _repeats_of(
-    phi: torch.Tensor, index: torch.Tensor, avoid: tuple[torch.Tensor, torch.Tensor], threshold: float
-) -> torch.Tensor:
-    """``(batch, m)`` bool: candidates ``index`` whose feature direction repeats an ``avoid`` token's."""
-    rows = _take_rows(phi, index)
-    unit = rows / rows.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    cos = unit @ avoid[0].transpose(1, 2)  # (batch, m, c)
-    return ((cos >= threshold) & avoid[1].unsqueeze(1)).any(-1)
 
 
 def _take_rows(phi: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -641,19 +615,21 @@ def select_from_candidates(
     c = candidates
     kept = c.forced & c.valid
     unit = c.features / c.features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    duplicates = DuplicatePairs.find(unit, c.valid, duplicate_cosine)
+    options = {"block_size": block_size, "energy_tol": energy_tol}
     for round_ in range(c.index.shape[-1]):  # rounds; "hybrid" needs one, "restart" one per ~D picks
         need = (c.budget - kept.sum(-1)).clamp_min(0)
         if not bool(need.any()):
             break
-        options = {"block_size": block_size, "energy_tol": energy_tol, "avoid_cosine": duplicate_cosine}
         if round_ == 0:  # complements the forced tokens (a duplicate of one has no residual)
             picked, _ = pivoted_selection(c.features, need, chosen=kept, excluded=kept | ~c.valid, **options)
-        else:  # a restart resets residuals to the full features; repeats of kept tokens are screened out
-            picked = _restart_round(c.features, unit, kept, c.valid, need, options)
+        else:  # a restart resets residuals to the full features, so repeats of kept tokens are closed
+            closed = kept | ~c.valid | duplicates.of_any(kept)
+            picked = _restart_round(c.features, closed, need, options)
         kept |= picked
         if strategy == "hybrid" or not bool(picked.any()):
             break
-    kept = _fill_by_score(kept, c.scores, c.budget, unit, duplicate_cosine, c.valid)
+    kept = _fill_by_score(kept, c.scores, c.budget, duplicates, c.valid)
     width = int(c.budget.max())
     order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :width]
     positions = c.index.gather(-1, order)
@@ -666,39 +642,31 @@ def select_from_candidates(
 
 
 def _restart_round(
-    features: torch.Tensor,
-    unit: torch.Tensor,
-    kept: torch.Tensor,
-    valid: torch.Tensor,
-    need: torch.Tensor,
-    options: dict,
+    features: torch.Tensor, closed: torch.Tensor, need: torch.Tensor, options: dict
 ) -> torch.Tensor:
     """One restart round of :func:`pivoted_selection` on the rows that still need picks and only the
-    tokens still open in them (not kept, not padding): the pool shrinks as the budget fills, with the
-    same picks as pivoting over the whole pool with the others excluded. Returns ``(B, H, P)`` bool."""
+    tokens still open in them (not ``closed``): the pool shrinks as the budget fills, with the same picks
+    as pivoting over the whole pool with the closed ones excluded. Returns ``(B, H, P)`` bool."""
     batch, heads, size, dim = features.shape
-    open_ = (~kept & valid).reshape(batch * heads, size)
+    open_ = (~closed).reshape(batch * heads, size)
     rows = torch.nonzero(need.reshape(-1) > 0).squeeze(-1)
     picked = torch.zeros_like(open_)
     width = int(open_[rows].sum(-1).max()) if len(rows) else 0
     if width == 0:
-        return picked.reshape(kept.shape)
+        return picked.reshape(closed.shape)
     order = torch.argsort(open_[rows].to(torch.int8), dim=-1, descending=True, stable=True)[:, :width]
     flat = features.reshape(batch * heads, size, dim)[rows]
     sub = flat.gather(1, order.unsqueeze(-1).expand(-1, -1, dim))
-    closed = ~open_[rows].gather(1, order)  # padding of rows with fewer open tokens
-    flat_kept = kept.reshape(batch * heads, size)[rows]
-    avoid = _gather_kept(unit.reshape(batch * heads, size, dim)[rows], flat_kept)
+    padding = ~open_[rows].gather(1, order)  # of rows with fewer open tokens
     chosen, _ = pivoted_selection(
         sub,
         need.reshape(-1)[rows],
-        excluded=closed,
-        avoid=avoid,
+        excluded=padding,
         scale_sq=flat.to(_pivot_dtype(options["block_size"])).pow(2).sum(-1).amax(-1),
         **options,
     )
-    picked[rows] = torch.zeros_like(open_[rows]).scatter(1, order, chosen & ~closed)
-    return picked.reshape(kept.shape)
+    picked[rows] = torch.zeros_like(open_[rows]).scatter(1, order, chosen & ~padding)
+    return picked.reshape(closed.shape)
 
 
 def select_coreset(
@@ -769,42 +737,114 @@ def _fill_by_score(
     kept: torch.Tensor,
     scores: torch.Tensor,
     budget: torch.Tensor,
-    unit: torch.Tensor,
-    threshold: float,
+    duplicates: DuplicatePairs,
     valid: torch.Tensor,
 ) -> torch.Tensor:
     """Top up every head to its ``budget`` by score; near-duplicates (of kept tokens or of a
     higher-scored filler) go last, so they are used only once distinct tokens run out."""
     need = (budget - kept.sum(-1)).clamp_min(0)
-    width = int(need.max())
-    if width <= 0:
+    if int(need.max()) <= 0:
         return kept
     key = scores.double().clamp_min(0.0) + 1.0  # > 0.5: ranks above the demoted near-duplicates
     key = key.masked_fill(kept, -1.0).masked_fill(~valid, -2.0)
-    kept_unit, kept_valid = _gather_kept(unit, kept)
-    earlier = torch.ones(width, width, dtype=torch.bool, device=unit.device).tril(-1)
-    in_need = torch.arange(width, device=unit.device) < need.unsqueeze(-1)  # (B, H, width)
+    key = key.masked_fill(duplicates.of_any(kept) & (key > 0.5), 0.5)
     for _ in range(8):  # each pass demotes the fillers that duplicate a better one; rarely more than one
-        order = torch.argsort(key, dim=-1, descending=True, stable=True)[..., :width]
-        fillers = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
-        among = ((fillers @ fillers.transpose(-1, -2) >= threshold) & earlier & in_need.unsqueeze(-2)).any(-1)
-        of_kept = ((fillers @ kept_unit.transpose(-1, -2) >= threshold) & kept_valid.unsqueeze(-2)).any(-1)
-        repeats = (among | of_kept) & in_need & (key.gather(-1, order) > 0.5)  # demoted ones: last resort
+        rank = _rank_of(key)
+        filling = (rank < need.unsqueeze(-1)) & (key > 0.5)
+        repeats = duplicates.of_any(filling, before=rank) & filling
         if not bool(repeats.any()):
             break
-        key.scatter_(-1, order, key.gather(-1, order).masked_fill(repeats, 0.5))
+        key = key.masked_fill(repeats, 0.5)
+    return kept | ((_rank_of(key) < need.unsqueeze(-1)) & valid)
+
+
+def _rank_of(key: torch.Tensor) -> torch.Tensor:
+    """Position of every entry in the descending (stable) order of ``key`` along the last dim."""
     order = torch.argsort(key, dim=-1, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
-    return kept | ((rank < need.unsqueeze(-1)) & valid)
+    return rank
 
 
-def _gather_kept(unit: torch.Tensor, kept: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The unit features of the kept tokens ``(B, H, c, D)`` (padded) and which rows are real."""
-    count = max(1, int(kept.sum(-1).max()))
-    order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :count]
-    rows = unit.gather(-2, order.unsqueeze(-1).expand(*order.shape, unit.shape[-1]))
-    return rows, kept.gather(-1, order)
+@dataclass
+class DuplicatePairs:
+    """The near-duplicate relation of a candidate pool: every pair with cosine >= ``threshold``.
+
+    Stored sparse, once per pool (both orders of each pair), so the restart rounds and the score fill
+    look up a token's duplicates by index instead of comparing it with every kept token again.
+    """
+
+    shape: tuple[int, ...]
+    row: torch.Tensor  # flat (batch, head) row of each ordered pair
+    first: torch.Tensor
+    second: torch.Tensor
+
+    @classmethod
+    def find(cls, unit: torch.Tensor, valid: torch.Tensor, threshold: float) -> DuplicatePairs:
+        """All pairs of ``valid`` tokens of ``unit`` ``(..., P, D)`` (unit rows) with cosine >= threshold.
+
+        Exact, and far below the ``O(P^2 D)`` of comparing all pairs when duplicates are rare: unit
+        vectors with cosine >= t lie within ``r = sqrt(2 - 2t)`` of each other, so also after any
+        orthonormal projection. The tokens are sorted by their coordinate on the pool's principal
+        direction (where they spread most); a token's candidates are the ones within ``r`` of it in that
+        order whose projection on a few more directions is also within ``r``, and only those are
+        compared in full.
+        """
+        shape = tuple(valid.shape)
+        n, dim = shape[-1], unit.shape[-1]
+        u = unit.reshape(-1, n, dim).float()
+        ok = valid.reshape(-1, n)
+        radius = math.sqrt(max(0.0, 2.0 - 2.0 * threshold)) + 1e-5  # slack for float32 rounding
+        coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k), the first spreads most
+        sorted_first, order = coords[..., 0].masked_fill(~ok, float("inf")).sort(-1)
+        reach = torch.searchsorted(sorted_first, sorted_first + radius, right=True)
+        steps = (reach - torch.arange(n, device=u.device) - 1).masked_fill(~ok.gather(1, order), 0)
+        first, second = _within_steps(steps)  # flat sorted positions, every pair close in coordinate 0
+        near = coords.gather(1, order.unsqueeze(-1).expand_as(coords)).reshape(-1, coords.shape[-1])
+        first, second = _keep(first, second, (near[first] - near[second]).pow(2).sum(-1) <= radius**2)
+        row, a, b = first // n, order.reshape(-1)[first], order.reshape(-1)[second]
+        row, a, b = _keep(row, a, b, (u[row, a] * u[row, b]).sum(-1) >= threshold)
+        return cls(shape, torch.cat([row, row]), torch.cat([a, b]), torch.cat([b, a]))
+
+    def of_any(self, flag: torch.Tensor, before: torch.Tensor | None = None) -> torch.Tensor:
+        """``(..., P)`` bool: tokens with a duplicate among the ``flag`` ones (earlier by ``before``)."""
+        hit = flag.reshape(-1, self.shape[-1])[self.row, self.first]
+        if before is not None:
+            rank = before.reshape(-1, self.shape[-1])
+            hit &= rank[self.row, self.first] < rank[self.row, self.second]
+        out = torch.zeros(flag.numel(), dtype=torch.bool, device=flag.device)
+        out[(self.row * self.shape[-1] + self.second)[hit]] = True
+        return out.reshape(flag.shape)
+
+
+def _spread_directions(unit: torch.Tensor, valid: torch.Tensor, k: int = 8) -> torch.Tensor:
+    """``(R, k, D)`` orthonormal directions; the first runs from the mean of the valid rows to the row
+    farthest from it (they spread along it nearly as much as along the principal direction, for one
+    matrix-vector product), the others are fixed random ones. Any orthonormal directions keep
+    :meth:`DuplicatePairs.find` exact; spread-out ones keep it fast."""
+    count, _, dim = unit.shape
+    weight = valid.unsqueeze(-1).to(unit.dtype)
+    mean = (unit * weight).sum(1) / weight.sum(1).clamp_min(1)  # (R, D)
+    # ||u - mean||^2 = 1 - 2 u.mean + ||mean||^2 for unit rows: the farthest has the smallest u.mean
+    farthest = (unit @ mean.unsqueeze(-1)).squeeze(-1).masked_fill(~valid, float("inf")).argmin(-1)
+    first = unit[torch.arange(count, device=unit.device), farthest] - mean
+    others = torch.randn(dim, min(k, dim) - 1, generator=torch.Generator().manual_seed(0))
+    columns = torch.cat([first.unsqueeze(-1), others.to(unit).expand(count, -1, -1)], dim=-1)
+    return torch.linalg.qr(columns).Q.transpose(1, 2)
+
+
+def _within_steps(steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flat pairs ``(i, i + s)``, ``1 <= s <= steps[i]``, over the rows of ``steps`` ``(R, m)``."""
+    counts = steps.reshape(-1)
+    first = torch.repeat_interleave(torch.arange(len(counts), device=steps.device), counts)
+    starts = torch.repeat_interleave(counts.cumsum(0) - counts, counts)
+    return first, first + torch.arange(len(first), device=steps.device) - starts + 1
+
+
+def _keep(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The entries of every tensor but the last where the last (a bool mask) is True."""
+    *values, mask = tensors
+    return tuple(value[mask] for value in values)
 
 
 def near_duplicate_share(
