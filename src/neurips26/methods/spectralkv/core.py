@@ -462,14 +462,15 @@ def _orthonormal_basis(phi: torch.Tensor, mask: torch.Tensor, rank_tol: float) -
     order = torch.argsort(mask.to(torch.int8), dim=-1, descending=True, stable=True)[:, :count]
     rows = phi.gather(1, order.unsqueeze(-1).expand(-1, -1, dim))
     rows = rows * mask.gather(1, order).unsqueeze(-1)
-    scale = (rank_tol**0.5) * rows.norm(dim=-1).amax(-1, keepdim=True).clamp_min(1e-300)
-    q, r = torch.linalg.qr(rows.transpose(1, 2))  # (batch, D, min(D, count))
-    diag = r.diagonal(dim1=-2, dim2=-1).abs()
-    padded = ~mask.gather(1, order)[:, : diag.shape[-1]]
-    if bool(((diag > scale) | padded).all()):  # full column rank: QR's columns span the rows exactly
-        return (q * (~padded).unsqueeze(1)).transpose(1, 2)
-    u, sv, _ = torch.linalg.svd(rows.transpose(1, 2), full_matrices=False)  # rank-deficient: SVD is safe
-    return (u * (sv > scale).unsqueeze(1)).transpose(1, 2)
+    # the Gram matrix of the few rows, in float64, instead of an SVD of the (D x count) matrix (rows are
+    # often rank-deficient -- sinks and window repeat directions -- where QR alone is not a basis)
+    gram = rows.double() @ rows.double().transpose(1, 2)
+    eigval, eigvec = torch.linalg.eigh(gram)  # (batch, count), (batch, count, count)
+    scale_sq = rank_tol * rows.double().pow(2).sum(-1).amax(-1, keepdim=True).clamp_min(1e-300)
+    real = eigval > scale_sq
+    inverse_root = torch.where(real, eigval.clamp_min(1e-300).rsqrt(), torch.zeros_like(eigval))
+    basis = (eigvec * inverse_root.unsqueeze(1)).transpose(1, 2) @ rows.double()  # orthonormal rows
+    return basis.to(phi.dtype)
 
 
 def select_topk(scores: torch.Tensor, budget: int, forced: torch.Tensor) -> torch.Tensor:
