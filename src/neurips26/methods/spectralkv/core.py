@@ -175,7 +175,8 @@ def metric_features(
     """
     key_part = _KeyPart(keys, window_queries, window_logits)
     everything = torch.arange(keys.shape[2], device=keys.device).expand(keys.shape[:3])
-    return _assemble_features(key_part, values, everything, value_weight, _score_weight(scores, score_power))
+    value_scale = _value_scale(key_part, values, value_weight)
+    return _assemble_features(key_part, values, everything, value_scale, _score_weight(scores, score_power))
 
 
 class _KeyPart:
@@ -236,12 +237,12 @@ def _assemble_features(
     key_part: _KeyPart,
     values: torch.Tensor,
     index: torch.Tensor,
-    value_weight: float,
+    value_scale: torch.Tensor,
     weight: torch.Tensor | None,
 ) -> torch.Tensor:
     """Features ``(B, H, P, dims + d)`` of the tokens ``index`` ``(B, H, P)``."""
     v = values.float().gather(-2, index.unsqueeze(-1).expand(*index.shape, values.shape[-1]))
-    features = torch.cat([key_part.rows(index), _value_scale(key_part, values, value_weight) * v], dim=-1)
+    features = torch.cat([key_part.rows(index), value_scale * v], dim=-1)
     if weight is not None:
         features = features * weight.gather(-1, index).unsqueeze(-1)
     return features
@@ -548,15 +549,14 @@ def metric_candidates(
     forced = _forced_within_budget(forced, budget)
     key_part = _KeyPart(keys, window_queries, window_logits)
     weight = _score_weight(feature_scores, score_power)
-    energy = key_part.energy + _value_scale(key_part, values, value_weight)[..., 0].pow(
-        2
-    ) * values.float().pow(2).sum(-1)
+    value_scale = _value_scale(key_part, values, value_weight)
+    energy = key_part.energy + value_scale[..., 0].pow(2) * values.float().pow(2).sum(-1)
     if weight is not None:
         energy = energy * weight.pow(2)
     index = _pool_index(energy, forced, budget, pool_factor)
     return Candidates(
         index=index,
-        features=_assemble_features(key_part, values, index, value_weight, weight),
+        features=_assemble_features(key_part, values, index, value_scale, weight),
         scores=scores.gather(-1, index),
         forced=forced[index],
         valid=torch.ones_like(index, dtype=torch.bool),
@@ -786,8 +786,8 @@ class DuplicatePairs:
 
         Exact, and far below the ``O(P^2 D)`` of comparing all pairs when duplicates are rare: unit
         vectors with cosine >= t lie within ``r = sqrt(2 - 2t)`` of each other, so also after any
-        orthonormal projection. The tokens are sorted by their coordinate on the pool's principal
-        direction (where they spread most); a token's candidates are the ones within ``r`` of it in that
+        orthonormal projection. The tokens are sorted by their coordinate on a direction they spread
+        along (:func:`_spread_directions`); a token's candidates are the ones within ``r`` of it in that
         order whose projection on a few more directions is also within ``r``, and only those are
         compared in full.
         """
@@ -796,7 +796,7 @@ class DuplicatePairs:
         u = unit.reshape(-1, n, dim).float()
         ok = valid.reshape(-1, n)
         radius = math.sqrt(max(0.0, 2.0 - 2.0 * threshold)) + 1e-5  # slack for float32 rounding
-        coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k), the first spreads most
+        coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k)
         sorted_first, order = coords[..., 0].masked_fill(~ok, float("inf")).sort(-1)
         reach = torch.searchsorted(sorted_first, sorted_first + radius, right=True)
         steps = (reach - torch.arange(n, device=u.device) - 1).masked_fill(~ok.gather(1, order), 0)
