@@ -97,6 +97,25 @@ def test_concentration_is_zero_for_uniform_and_one_for_one_hot():
     assert attention_concentration(one_hot, candidates) == pytest.approx(1.0, abs=1e-9)
 
 
+def test_concentration_from_logits_equals_the_one_from_attention():
+    g = torch.Generator().manual_seed(14)
+    logits = 4 * torch.randn(2, 4, 8, 50, generator=g)
+    future = torch.ones(8, 50, dtype=torch.bool).triu(50 - 8 + 1)
+    attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+    candidates = forced_token_mask(50, 2, 8).logical_not()
+    plain = attention_concentration(attention, candidates)
+    assert 0.05 < plain < 0.95
+    assert attention_concentration(attention, candidates, logits=logits) == pytest.approx(plain, abs=1e-5)
+    logits[0, 1, 3, 0] = -300.0  # token 0 underflows in one row: log Z comes from the row's largest entry
+    attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+    plain = attention_concentration(attention, candidates)
+    assert attention_concentration(attention, candidates, logits=logits) == pytest.approx(plain, abs=1e-5)
+    scattered = candidates.clone()
+    scattered[20] = False  # not one contiguous range: the masked path
+    plain = attention_concentration(attention, scattered)
+    assert attention_concentration(attention, scattered, logits=logits) == pytest.approx(plain, abs=1e-5)
+
+
 # --- features and pivoting -------------------------------------------------------------------------------
 @pytest.mark.parametrize("n_queries", [6, 12])  # fewer queries than head dims (Q k form) and more (M^1/2 k)
 def test_metric_features_measure_mean_squared_logits(n_queries):
@@ -177,7 +196,7 @@ def test_pivoting_stops_at_the_feature_rank(block_size):
     assert int(picked.sum()) == 3 and bool(exhausted.all())
 
 
-@pytest.mark.parametrize("strategy", ["hybrid", "restart"])
+@pytest.mark.parametrize("strategy", ["hybrid", "restart", "segments"])
 @pytest.mark.parametrize(("block_size", "pool_factor"), [(1, None), (16, 2.0)])
 def test_exact_duplicates_are_never_both_selected(strategy, block_size, pool_factor):
     g = torch.Generator().manual_seed(4)
@@ -186,7 +205,14 @@ def test_exact_duplicates_are_never_both_selected(strategy, block_size, pool_fac
     scores = torch.rand(1, 2, 40, generator=g)
     forced = forced_token_mask(40, 1, 2)
     kept = select_coreset(
-        features, scores, 20, forced, strategy=strategy, block_size=block_size, pool_factor=pool_factor
+        features,
+        scores,
+        20,
+        forced,
+        strategy=strategy,
+        block_size=block_size,
+        pool_factor=pool_factor,
+        segment_budget=4,  # several segments, so repeats in different segments are tested too
     )
     assert kept.shape == (1, 2, 20)
     for h, head in enumerate(kept[0]):
@@ -344,7 +370,10 @@ def test_uniform_press_runs_in_the_kvpress_pipeline():
     press.ledger.check()
 
 
-@pytest.mark.parametrize(("block_size", "strategy"), [(1, "hybrid"), (16, "hybrid"), (16, "restart")])
+@pytest.mark.parametrize(
+    ("block_size", "strategy"),
+    [(1, "hybrid"), (16, "hybrid"), (16, "restart"), (1, "segments"), (16, "segments")],
+)
 def test_selection_batched_over_layers_equals_layer_by_layer(block_size, strategy):
     from neurips26.methods.spectralkv.core import coreset_candidates, select_from_candidates, stack_candidates
 
@@ -353,7 +382,7 @@ def test_selection_batched_over_layers_equals_layer_by_layer(block_size, strateg
     budgets = [40, 90, 25]
     forced = forced_token_mask(200, 4, 8)
     parts = [coreset_candidates(f, s, b, forced, 2.0) for (f, s), b in zip(layers, budgets, strict=True)]
-    options = {"block_size": block_size, "strategy": strategy, "energy_tol": 0.01}
+    options = {"block_size": block_size, "strategy": strategy, "energy_tol": 0.01, "segment_budget": 16}
     together = select_from_candidates(stack_candidates(parts), **options)
     for k, (part, budget) in enumerate(zip(parts, budgets, strict=True)):
         alone = select_from_candidates(part, **options)
@@ -385,6 +414,59 @@ def test_restart_round_on_open_tokens_equals_pivoting_with_exclusions(block_size
     assert not bool((fast & (kept | ~valid)).any()) and not bool(fast[0, 1, 60:70].any())
 
 
+def test_one_segment_is_the_first_pivoting_round():
+    """A share within ``segment_budget`` is one segment: the same picks as pivoting from the forced tokens."""
+    from neurips26.methods.spectralkv.core import coreset_candidates, select_from_candidates
+
+    g = torch.Generator().manual_seed(12)
+    features, scores = torch.randn(1, 2, 90, 32, generator=g), torch.rand(1, 2, 90, generator=g)
+    candidates = coreset_candidates(features, scores, 30, forced_token_mask(90, 2, 6))
+    options = {"block_size": 1, "energy_tol": 0.0}
+    one = select_from_candidates(candidates, strategy="segments", segment_budget=64, **options)
+    assert torch.equal(one, select_from_candidates(candidates, strategy="hybrid", **options))
+
+
+def test_segments_share_the_budget_along_the_context():
+    """Each strided segment of the open tokens gets its share of the picks; closed tokens are never picked."""
+    from neurips26.methods.spectralkv.core import _segment_picks
+
+    g = torch.Generator().manual_seed(13)
+    features = torch.randn(2, 1, 200, 64, generator=g)
+    kept = torch.zeros(2, 1, 200, dtype=torch.bool)
+    kept[..., :4] = True
+    closed = kept.clone()
+    closed[1, 0, 100:] = True  # padding or repeats: the second row has 96 open tokens
+    need = torch.tensor([[70], [45]])
+    picked = _segment_picks(features, kept, closed, need, 16, 0.0)
+    assert not bool((picked & closed).any())
+    assert picked.sum(-1).tolist() == [[70], [45]]
+    # row 0: its 196 open tokens (4..199) dealt into 5 segments, 14 picks each
+    assert [int(picked[0, 0, 4 + t :: 5].sum()) for t in range(5)] == [14] * 5
+    with pytest.raises(ValueError, match="segment_budget"):
+        _segment_picks(features, kept, closed, need, 0, 0.0)
+
+
+@pytest.mark.parametrize("energy_tol", [0.0, 0.01])
+def test_compiled_segment_pivoting_equals_the_batched_torch_one(energy_tol):
+    from neurips26.methods.spectralkv.core import _segment_picks
+
+    g = torch.Generator().manual_seed(15)
+    features = torch.randn(1, 3, 150, 24, generator=g, dtype=torch.float64)
+    # near-repeats (distinct, so no argmax ties): no residual left once one of them is picked
+    features[0, 1, 40:60] = features[0, 1, 20] + 1e-9 * torch.randn(20, 24, generator=g, dtype=torch.float64)
+    features[0, 2] *= torch.linspace(0.1, 3.0, 150, dtype=torch.float64).unsqueeze(-1)
+    kept = torch.zeros(1, 3, 150, dtype=torch.bool)
+    kept[..., :3] = kept[..., -8:] = True
+    features[0, 0, 1] = 2 * features[0, 0, 0]  # a forced token in the span of another adds no direction
+    closed = kept | (torch.rand(1, 3, 150, generator=g) < 0.2)
+    need = torch.tensor([[70, 30, 0]])
+    fast = _segment_picks(features, kept, closed, need, 16, energy_tol)
+    reference = _segment_picks(features, kept, closed, need, 16, energy_tol, compiled=False)
+    assert torch.equal(fast, reference)
+    assert not bool((fast & closed).any()) and int(fast[0, 2].sum()) == 0
+    assert int(fast[0, 1, 40:60].sum() + fast[0, 1, 20]) <= 1
+
+
 def _brute_force_pairs(
     unit: torch.Tensor, valid: torch.Tensor, threshold: float
 ) -> set[tuple[int, int, int]]:
@@ -402,8 +484,9 @@ def _brute_force_pairs(
     clusters=st.integers(1, 6),
     threshold=st.sampled_from([0.9, 0.99, 0.999]),
     seed=st.integers(0, 10_000),
+    compiled=st.booleans(),
 )
-def test_duplicate_pairs_equal_brute_force(n, dim, clusters, threshold, seed):
+def test_duplicate_pairs_equal_brute_force(n, dim, clusters, threshold, seed, compiled):
     """The banded search finds exactly the pairs an all-pairs comparison finds, clustered data too."""
     from neurips26.methods.spectralkv.core import DuplicatePairs
 
@@ -414,7 +497,7 @@ def test_duplicate_pairs_equal_brute_force(n, dim, clusters, threshold, seed):
     points = points + 0.02 * torch.rand(1, generator=g) * torch.randn(2, n, dim, generator=g)
     unit = (points / points.norm(dim=-1, keepdim=True).clamp_min(1e-12)).reshape(1, 2, n, dim)
     valid = torch.rand(1, 2, n, generator=g) < 0.9
-    pairs = DuplicatePairs.find(unit, valid, threshold)
+    pairs = DuplicatePairs.find(unit, valid, threshold, compiled=compiled)
     found = set(zip(pairs.row.tolist(), pairs.first.tolist(), pairs.second.tolist(), strict=True))
     expected = _brute_force_pairs(unit, valid, threshold)
     # the two sides compute cosines differently: only pairs within float rounding of the threshold may differ

@@ -20,8 +20,10 @@ Shapes: ``B`` batch, ``H`` KV heads, ``n`` tokens, ``d`` head dim, ``D = 2 d`` f
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,13 +46,16 @@ __all__ = [
     "stack_candidates",
 ]
 
-RANK_STRATEGIES = ("hybrid", "restart")
+RANK_STRATEGIES = ("hybrid", "restart", "segments")
+_RANK_TOL = 1e-6  # pivoted_selection's default: a residual below it is in the span already
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Across layers
 # ---------------------------------------------------------------------------------------------------------
-def attention_concentration(window_attention: torch.Tensor, candidate_mask: torch.Tensor) -> float:
+def attention_concentration(
+    window_attention: torch.Tensor, candidate_mask: torch.Tensor, *, logits: torch.Tensor | None = None
+) -> float:
     """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
 
     Parameters
@@ -60,6 +65,9 @@ def attention_concentration(window_attention: torch.Tensor, candidate_mask: torc
     candidate_mask:
         ``(n,)`` bool, the keys a budget decision is about (not sinks, not the window). Rows are
         renormalised over them, so a layer that parks its mass on the sink is judged by the rest.
+    logits:
+        optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
+        masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
 
     Returns
     -------
@@ -68,12 +76,34 @@ def attention_concentration(window_attention: torch.Tensor, candidate_mask: torc
     m = int(candidate_mask.sum())
     if m <= 1:
         return 0.0
-    rows = window_attention.float() * candidate_mask.to(window_attention.device, torch.float32)
-    # H(a / S) = log S - sum(a log a) / S: one pass without renormalising the rows; log on clamped
-    # entries is ~2x faster than xlogy on CPU (0 log 0 = 0 either way)
+    attention = window_attention.float()
+    mask = candidate_mask.to(attention.device)
+    where = torch.nonzero(mask).squeeze(-1)
+    lo, hi = int(where[0]), int(where[-1]) + 1
+    if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
+        rows = attention[..., lo:hi]
+        z = None if logits is None else logits.float()[..., lo:hi]
+    else:
+        rows = attention * mask.float()
+        z = None if logits is None else logits.float()
     mass = rows.sum(-1).clamp_min(1e-30)
-    entropy = mass.log() - (rows * rows.clamp_min(1e-30).log()).sum(-1) / mass  # (B, H_q, w)
+    # H(a / S) = log S - sum(a log a) / S, without renormalising the rows; log a = z - log Z when the
+    # logits are known (no logarithm per entry), else log on clamped entries (~2x faster than xlogy)
+    if z is None:
+        entropy = mass.log() - (rows * rows.clamp_min(1e-30).log()).sum(-1) / mass  # (B, H_q, w)
+    else:
+        entropy = mass.log() - torch.linalg.vecdot(rows, z) / mass + _log_normaliser(attention, logits)
     return float((1.0 - entropy.mean() / math.log(m)).clamp(0.0, 1.0))
+
+
+def _log_normaliser(attention: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """``log Z`` per row of ``attention = softmax(logits)``, from one entry: ``z_j - log a_j``. Token 0 is
+    never masked by a causal window and is rarely tiny; a row where it underflows uses its largest entry."""
+    first = attention[..., 0]
+    if bool((first < 1e-30).any()):
+        top = attention.argmax(-1, keepdim=True)
+        return (logits.float().gather(-1, top) - attention.gather(-1, top).log()).squeeze(-1)
+    return logits.float()[..., 0] - first.log()
 
 
 def allocate_layer_budgets(
@@ -606,6 +636,7 @@ def select_from_candidates(
     duplicate_cosine: float = 0.999,
     block_size: int = 1,
     energy_tol: float = 0.0,
+    segment_budget: int = 64,
 ) -> torch.Tensor:
     """Residual pivoting over each row's pool, then the rank fallback (see :func:`select_coreset`).
 
@@ -618,18 +649,12 @@ def select_from_candidates(
     unit = c.features / c.features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     duplicates = DuplicatePairs.find(unit, c.valid, duplicate_cosine)
     options = {"block_size": block_size, "energy_tol": energy_tol}
-    for round_ in range(c.index.shape[-1]):  # rounds; "hybrid" needs one, "restart" one per ~D picks
+    if strategy == "segments":
         need = (c.budget - kept.sum(-1)).clamp_min(0)
-        if not bool(need.any()):
-            break
-        if round_ == 0:  # complements the forced tokens (a duplicate of one has no residual)
-            picked, _ = pivoted_selection(c.features, need, chosen=kept, excluded=kept | ~c.valid, **options)
-        else:  # a restart resets residuals to the full features, so repeats of kept tokens are closed
-            closed = kept | ~c.valid | duplicates.of_any(kept)
-            picked = _restart_round(c.features, closed, need, options)
-        kept |= picked
-        if strategy == "hybrid" or not bool(picked.any()):
-            break
+        closed = kept | ~c.valid | _has_better_duplicate(c.features, kept, duplicates)
+        kept |= _segment_picks(c.features, kept, closed, need, segment_budget, energy_tol)
+    else:
+        kept = _pivoting_rounds(c, kept, duplicates, strategy, options)
     kept = _fill_by_score(kept, c.scores, c.budget, duplicates, c.valid)
     width = int(c.budget.max())
     order = torch.argsort(kept.to(torch.int8), dim=-1, descending=True, stable=True)[..., :width]
@@ -640,6 +665,26 @@ def select_from_candidates(
         torch.where(real, positions, n_max + torch.arange(width, device=positions.device)).sort(-1).values
     )
     return ordered.masked_fill(~real, -1)
+
+
+def _pivoting_rounds(
+    c: Candidates, kept: torch.Tensor, duplicates: DuplicatePairs, strategy: str, options: dict
+) -> torch.Tensor:
+    """Pivoting from the forced tokens until the span is covered; ``"restart"`` then pivots again over the
+    tokens not kept yet, round after round, until the budget is full."""
+    for round_ in range(c.index.shape[-1]):  # "hybrid" needs one round, "restart" one per ~D picks
+        need = (c.budget - kept.sum(-1)).clamp_min(0)
+        if not bool(need.any()):
+            break
+        if round_ == 0:  # complements the forced tokens (a duplicate of one has no residual)
+            picked, _ = pivoted_selection(c.features, need, chosen=kept, excluded=kept | ~c.valid, **options)
+        else:  # a restart resets residuals to the full features, so repeats of kept tokens are closed
+            closed = kept | ~c.valid | duplicates.of_any(kept)
+            picked = _restart_round(c.features, closed, need, options)
+        kept = kept | picked
+        if strategy == "hybrid" or not bool(picked.any()):
+            break
+    return kept
 
 
 def _restart_round(
@@ -670,6 +715,97 @@ def _restart_round(
     return picked.reshape(closed.shape)
 
 
+def _has_better_duplicate(
+    features: torch.Tensor, kept: torch.Tensor, duplicates: DuplicatePairs
+) -> torch.Tensor:
+    """``(B, H, P)`` bool: tokens with a near-duplicate that is kept or has more feature energy (ties: the
+    earlier token wins), so each cluster of repeats keeps one representative open."""
+    priority = features.pow(2).sum(-1).double().masked_fill(kept, float("inf"))
+    return duplicates.of_any(torch.ones_like(kept), before=_rank_of(priority))
+
+
+def _cpu_kernels(device: torch.device) -> Any:
+    """The compiled kernels module for CPU tensors, or ``None`` (another device, or numba not installed:
+    the batched torch path computes the same result)."""
+    if device.type != "cpu":
+        return None
+    try:
+        from neurips26.methods.spectralkv import kernels
+    except ImportError:
+        return None
+    return kernels
+
+
+def _segment_picks(
+    features: torch.Tensor,
+    kept: torch.Tensor,
+    closed: torch.Tensor,
+    need: torch.Tensor,
+    segment_budget: int,
+    energy_tol: float,
+    *,
+    compiled: bool = True,
+) -> torch.Tensor:
+    """The ``"segments"`` strategy: deal each row's open tokens, in context order, into
+    ``ceil(need / segment_budget)`` strided segments (token ``j`` of them to segment ``j mod c``), give
+    each an equal share of the row's ``need``, and pivot every segment exactly over the features'
+    residuals orthogonal to the kept tokens. Every segment samples the whole context, and a share of at
+    most ``segment_budget`` (below the feature rank) keeps every pick a real residual pivot. Returns
+    ``(B, H, P)`` bool picks; on CPU (``compiled``) by :func:`kernels.pivot_segments`."""
+    if segment_budget < 1:
+        raise ValueError(f"segment_budget must be >= 1, got {segment_budget}")
+    batch, heads, size, dim = features.shape
+    rows = batch * heads
+    flat, kept = features.reshape(rows, size, dim), kept.reshape(rows, size)
+    need = need.reshape(rows)
+    open_ = ~closed.reshape(rows, size) & (need > 0).unsqueeze(-1)
+    kernels = _cpu_kernels(features.device) if compiled else None
+    if kernels is not None:
+        picked = kernels.pivot_segments(flat, kept, open_, need, segment_budget, _RANK_TOL, energy_tol)
+    else:
+        flat = flat.double()
+        basis = _orthonormal_basis(flat, kept, rank_tol=_RANK_TOL)
+        residual = flat - (flat @ basis.transpose(1, 2)) @ basis if basis.shape[1] else flat
+        scale_sq = flat.pow(2).sum(-1).amax(-1)
+        picked = _pivot_segments_batched(residual, open_, need, segment_budget, scale_sq, energy_tol)
+    return picked.reshape(closed.shape)
+
+
+def _pivot_segments_batched(
+    residual: torch.Tensor,
+    open_: torch.Tensor,
+    need: torch.Tensor,
+    segment_budget: int,
+    scale_sq: torch.Tensor,
+    energy_tol: float,
+) -> torch.Tensor:
+    """:func:`kernels.pivot_segments` in batched torch: the segments of all rows stacked on the batch dim."""
+    rows, _, dim = residual.shape
+    n_open = open_.sum(-1)
+    count = torch.minimum((need + segment_budget - 1) // segment_budget, n_open).masked_fill(need <= 0, 0)
+    if int(count.sum()) == 0:
+        return torch.zeros_like(open_)
+    open_ = open_ & (count > 0).unsqueeze(-1)
+    first_segment = count.cumsum(0) - count
+    row_of = torch.repeat_interleave(torch.arange(rows, device=residual.device), count)
+    t = torch.arange(len(row_of), device=residual.device) - first_segment[row_of]
+    share = (need[row_of] * (t + 1)) // count[row_of] - (need[row_of] * t) // count[row_of]
+    token_row, token = torch.nonzero(open_, as_tuple=True)
+    rank = (open_.long().cumsum(-1) - 1)[token_row, token]  # among the row's open tokens
+    segment = first_segment[token_row] + rank % count[token_row]
+    slot = rank // count[token_row]
+    stacked = residual.new_zeros(len(row_of), int(slot.max()) + 1, dim)
+    stacked[segment, slot] = residual[token_row, token]
+    padding = torch.ones(stacked.shape[:2], dtype=torch.bool, device=residual.device)
+    padding[segment, slot] = False
+    chosen, _ = pivoted_selection(
+        stacked, share, excluded=padding, scale_sq=scale_sq[row_of], rank_tol=_RANK_TOL, energy_tol=energy_tol
+    )
+    picked = torch.zeros_like(open_)
+    picked[token_row, token] = chosen[segment, slot]
+    return picked
+
+
 def select_coreset(
     features: torch.Tensor,
     scores: torch.Tensor,
@@ -681,6 +817,7 @@ def select_coreset(
     block_size: int = 1,
     pool_factor: float | None = None,
     energy_tol: float = 0.0,
+    segment_budget: int = 64,
 ) -> torch.Tensor:
     """Spectral coreset of ``budget`` tokens per (batch, head): forced tokens, then residual pivoting.
 
@@ -721,6 +858,7 @@ def select_coreset(
         duplicate_cosine=duplicate_cosine,
         block_size=block_size,
         energy_tol=energy_tol,
+        segment_budget=segment_budget,
     )
 
 
@@ -781,7 +919,9 @@ class DuplicatePairs:
     second: torch.Tensor
 
     @classmethod
-    def find(cls, unit: torch.Tensor, valid: torch.Tensor, threshold: float) -> DuplicatePairs:
+    def find(
+        cls, unit: torch.Tensor, valid: torch.Tensor, threshold: float, *, compiled: bool = True
+    ) -> DuplicatePairs:
         """All pairs of ``valid`` tokens of ``unit`` ``(..., P, D)`` (unit rows) with cosine >= threshold.
 
         Exact, and far below the ``O(P^2 D)`` of comparing all pairs when duplicates are rare: unit
@@ -789,7 +929,7 @@ class DuplicatePairs:
         orthonormal projection. The tokens are sorted by their coordinate on a direction they spread
         along (:func:`_spread_directions`); a token's candidates are the ones within ``r`` of it in that
         order whose projection on a few more directions is also within ``r``, and only those are
-        compared in full.
+        compared in full. On CPU (``compiled``) the sweep runs in :func:`kernels.duplicate_pairs`.
         """
         shape = tuple(valid.shape)
         n, dim = shape[-1], unit.shape[-1]
@@ -797,6 +937,10 @@ class DuplicatePairs:
         ok = valid.reshape(-1, n)
         radius = math.sqrt(max(0.0, 2.0 - 2.0 * threshold)) + 1e-5  # slack for float32 rounding
         coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k)
+        kernels = _cpu_kernels(u.device) if compiled else None
+        if kernels is not None:
+            row, a, b = kernels.duplicate_pairs(u, coords, ok, threshold, radius)
+            return cls(shape, torch.cat([row, row]), torch.cat([a, b]), torch.cat([b, a]))
         sorted_first, order = coords[..., 0].masked_fill(~ok, float("inf")).sort(-1)
         reach = torch.searchsorted(sorted_first, sorted_first + radius, right=True)
         steps = (reach - torch.arange(n, device=u.device) - 1).masked_fill(~ok.gather(1, order), 0)
@@ -824,14 +968,20 @@ def _spread_directions(unit: torch.Tensor, valid: torch.Tensor, k: int = 8) -> t
     matrix-vector product), the others are fixed random ones. Any orthonormal directions keep
     :meth:`DuplicatePairs.find` exact; spread-out ones keep it fast."""
     count, _, dim = unit.shape
-    weight = valid.unsqueeze(-1).to(unit.dtype)
-    mean = (unit * weight).sum(1) / weight.sum(1).clamp_min(1)  # (R, D)
+    weight = valid.unsqueeze(1).to(unit.dtype)  # (R, 1, n)
+    mean = (weight @ unit).squeeze(1) / weight.sum(-1).clamp_min(1)  # (R, D)
     # ||u - mean||^2 = 1 - 2 u.mean + ||mean||^2 for unit rows: the farthest has the smallest u.mean
     farthest = (unit @ mean.unsqueeze(-1)).squeeze(-1).masked_fill(~valid, float("inf")).argmin(-1)
     first = unit[torch.arange(count, device=unit.device), farthest] - mean
-    others = torch.randn(dim, min(k, dim) - 1, generator=torch.Generator().manual_seed(0))
-    columns = torch.cat([first.unsqueeze(-1), others.to(unit).expand(count, -1, -1)], dim=-1)
+    others = _fixed_directions(dim, min(k, dim) - 1).to(unit)
+    columns = torch.cat([first.unsqueeze(-1), others.expand(count, -1, -1)], dim=-1)
     return torch.linalg.qr(columns).Q.transpose(1, 2)
+
+
+@functools.lru_cache(maxsize=8)
+def _fixed_directions(dim: int, k: int) -> torch.Tensor:
+    """``(dim, k)`` random directions, the same on every call (seed 0)."""
+    return torch.randn(dim, k, generator=torch.Generator().manual_seed(0))
 
 
 def _within_steps(steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

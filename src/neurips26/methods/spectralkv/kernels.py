@@ -1,0 +1,188 @@
+"""Compiled (numba) CPU kernels for the two sequential parts of SpectralKV's selection.
+
+Greedy pivoting is one pick after another, and the near-duplicate search walks a sorted order: in torch
+both are many small batched operations per step, so on CPU their cost is Python dispatch, not arithmetic
+(README, "Speed"). These kernels run the same algorithms as :func:`core.pivoted_selection` (exact,
+``block_size=1``) and :meth:`core.DuplicatePairs.find` row by row in compiled code, with the same results
+(tests compare them); the torch versions remain the reference and the path for other devices.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+
+__all__ = ["duplicate_pairs", "pivot_segments"]
+
+
+def pivot_segments(
+    features: torch.Tensor,
+    kept: torch.Tensor,
+    open_: torch.Tensor,
+    need: torch.Tensor,
+    segment_budget: int,
+    rank_tol: float,
+    energy_tol: float,
+) -> torch.Tensor:
+    """Exact greedy pivoting within strided segments of each row's open tokens (CPU).
+
+    The residuals start orthogonal to the ``kept`` tokens' features (a kept row adds a direction when its
+    residual norm^2 exceeds ``rank_tol`` times the largest kept norm^2, as in
+    :func:`core._orthonormal_basis`). Row ``r``'s open tokens, in order, are dealt into ``c =
+    min(ceil(need[r] / segment_budget), open)`` segments (token ``j`` of them to segment ``j mod c``);
+    segment ``t`` gets ``need * (t+1) // c - need * t // c`` picks of exact residual pivoting over
+    ``features`` ``(R, P, D)``, stopping early when the best residual norm^2 is below ``rank_tol`` times
+    the row's largest feature norm^2, or the segment's unpicked residual energy is at most ``energy_tol``
+    of its initial value. Returns ``(R, P)`` bool picks.
+    """
+    picked = np.zeros(open_.shape, dtype=np.bool_)
+    _pivot_segments(
+        np.ascontiguousarray(features.detach().cpu().numpy()),
+        kept.cpu().numpy(),
+        open_.cpu().numpy(),
+        need.cpu().numpy().astype(np.int64),
+        int(segment_budget),
+        float(rank_tol),
+        float(energy_tol),
+        picked,
+    )
+    return torch.from_numpy(picked).to(open_.device)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pivot_segments(phi, kept, open_, need, segment_budget, rank_tol, energy_tol, picked):  # pragma: no cover
+    for r in range(phi.shape[0]):
+        members = np.nonzero(open_[r])[0]
+        if need[r] <= 0 or len(members) == 0:
+            continue
+        x = phi[r].astype(np.float64)
+        scale = 0.0
+        for i in range(x.shape[0]):
+            scale = max(scale, np.dot(x[i], x[i]))
+        covered = _span_of(x[np.nonzero(kept[r])[0]], rank_tol)
+        count = min((need[r] + segment_budget - 1) // segment_budget, len(members))
+        for t in range(count):
+            share = need[r] * (t + 1) // count - need[r] * t // count
+            segment = members[t::count]
+            rows = x[segment]
+            if covered.shape[0]:
+                rows = rows - (rows @ covered.T) @ covered
+            chosen = _greedy(rows, share, rank_tol * scale, energy_tol)
+            for i in range(len(segment)):
+                if chosen[i]:
+                    picked[r, segment[i]] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def _span_of(rows, rank_tol):  # pragma: no cover
+    """Orthonormal rows spanning ``rows`` (modified Gram-Schmidt with a relative rank test)."""
+    largest = 0.0
+    for i in range(rows.shape[0]):
+        largest = max(largest, np.dot(rows[i], rows[i]))
+    basis = np.zeros(rows.shape)
+    size = 0
+    for i in range(rows.shape[0]):
+        v = rows[i].copy()
+        for j in range(size):
+            v -= np.dot(basis[j], v) * basis[j]
+        norm_sq = np.dot(v, v)
+        if norm_sq > rank_tol * largest and norm_sq > 0.0:
+            basis[size] = v / np.sqrt(norm_sq)
+            size += 1
+    return basis[:size].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _greedy(x, k, floor, energy_tol):  # pragma: no cover
+    """Businger-Golub pivoting on the rows of ``x`` (m, D): ``k`` picks at most, norm downdates."""
+    m, dim = x.shape
+    residual = np.empty(m)
+    for i in range(m):
+        residual[i] = np.dot(x[i], x[i])
+    taken = np.zeros(m, dtype=np.bool_)
+    basis = np.zeros((min(k, dim), dim))
+    initial = residual.sum()
+    for t in range(min(k, dim)):
+        if energy_tol > 0.0:
+            left = 0.0
+            for i in range(m):
+                if not taken[i]:
+                    left += residual[i]
+            if left <= energy_tol * initial:
+                break
+        best, best_sq = -1, -1.0
+        for i in range(m):
+            if not taken[i] and residual[i] > best_sq:
+                best, best_sq = i, residual[i]
+        if best < 0 or best_sq <= floor:
+            break
+        v = x[best].copy()
+        for j in range(t):  # modified Gram-Schmidt: t < D directions in float64 stay orthonormal enough
+            v -= np.dot(basis[j], v) * basis[j]
+        norm = np.sqrt(np.dot(v, v))
+        if norm <= 0.0:
+            break
+        basis[t] = v / norm
+        taken[best] = True
+        coefficient = x @ basis[t]
+        for i in range(m):
+            residual[i] -= coefficient[i] * coefficient[i]
+    return taken
+
+
+def duplicate_pairs(
+    unit: torch.Tensor, coords: torch.Tensor, valid: torch.Tensor, threshold: float, radius: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every ordered-once pair ``(row, a, b)`` of valid tokens with cosine >= ``threshold`` (CPU).
+
+    ``unit`` ``(R, n, D)`` unit rows, ``coords`` ``(R, n, k)`` their coordinates on orthonormal
+    directions; pairs are screened by ``|coords_a - coords_b| <= radius`` (implied by the cosine) in a
+    sweep along the first coordinate, then compared in full.
+    """
+    args = (
+        np.ascontiguousarray(unit.detach().cpu().numpy(), dtype=np.float32),
+        np.ascontiguousarray(coords.detach().cpu().numpy(), dtype=np.float32),
+        valid.cpu().numpy(),
+        float(threshold),
+        float(radius),
+    )
+    total = _count_pairs(*args)
+    out = np.empty((3, total), dtype=np.int64)
+    _fill_pairs(*args, out)
+    row, a, b = torch.from_numpy(out).to(unit.device)
+    return row, a, b
+
+
+@numba.njit(cache=True, nogil=True)
+def _sweep(unit, coords, valid, threshold, radius, out, fill):  # pragma: no cover
+    found = 0
+    for r in range(unit.shape[0]):
+        order = np.argsort(coords[r, :, 0], kind="mergesort")
+        order = order[valid[r][order]]
+        for p in range(len(order)):
+            a = order[p]
+            for q in range(p + 1, len(order)):
+                b = order[q]
+                if coords[r, b, 0] - coords[r, a, 0] > radius:
+                    break
+                gap = 0.0
+                for c in range(coords.shape[2]):
+                    diff = coords[r, a, c] - coords[r, b, c]
+                    gap += diff * diff
+                if gap > radius * radius or np.dot(unit[r, a], unit[r, b]) < threshold:
+                    continue
+                if fill:
+                    out[0, found], out[1, found], out[2, found] = r, min(a, b), max(a, b)
+                found += 1
+    return found
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_pairs(unit, coords, valid, threshold, radius):  # pragma: no cover
+    return _sweep(unit, coords, valid, threshold, radius, np.empty((3, 0), dtype=np.int64), False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_pairs(unit, coords, valid, threshold, radius, out):  # pragma: no cover
+    _sweep(unit, coords, valid, threshold, radius, out, True)
