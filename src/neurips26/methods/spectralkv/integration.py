@@ -119,6 +119,9 @@ class SpectralKVPress(BasePress):
         "ours: new pivoting rounds once the rank is covered; beat 'hybrid' (pivot, then heavy hitters) on "
         "attention fidelity at every keep ratio in a sweep on train-split windows (README)",
     )
+    segment_budget: int = param(
+        64, "ours: 'segments' splits the context so each segment's share is at most this (below the rank)"
+    )
     duplicate_cosine: float = param(0.999, "ours: cosine above which a token is a near-duplicate")
     block_size: int = param(16, "ours: 16 pivots per pass over the pool instead of one (an approximation)")
     pool_factor: float | None = param(
@@ -136,7 +139,7 @@ class SpectralKVPress(BasePress):
         check_choice("budget_mode", self.budget_mode, BUDGET_MODES)
         check_choice("selector", self.selector, SELECTORS)
         check_choice("rank_strategy", self.rank_strategy, RANK_STRATEGIES)
-        for name in ("window_size", "kernel_size", "block_size"):
+        for name in ("window_size", "kernel_size", "block_size", "segment_budget"):
             check_int(name, getattr(self, name))
         check_int("n_sink", self.n_sink, 0)
         if (
@@ -235,7 +238,7 @@ class SpectralKVPress(BasePress):
         scores = scores.view(scores.shape[0], heads_kv, group, n - w).mean(2)
         scores = F.pad(scores, (0, w), value=scores.max().item() + 1)
         candidates = ~forced_token_mask(n, self.n_sink, w, device=keys.device)
-        concentration = attention_concentration(attention, candidates)
+        concentration = attention_concentration(attention, candidates, logits=logits)
         b, _, _, d = queries.shape
         grouped = queries.reshape(b, heads_kv, group * w, d)
         return _LayerAnalysis(keys, values, scores, grouped, logits, concentration)
@@ -331,6 +334,7 @@ class SpectralKVPress(BasePress):
             "duplicate_cosine": self.duplicate_cosine,
             "block_size": self.block_size,
             "energy_tol": self.energy_tol,
+            "segment_budget": self.segment_budget,
         }
 
     def _record(self, idx: int, n: int, nominal: int, kept: list[int], forced: int, note: str) -> None:
@@ -379,16 +383,21 @@ def _window_attention(
 
     The arithmetic follows kvpress ``SnapKVPress.compute_window_attention`` so scores match it exactly.
     """
-    from transformers.models.llama.modeling_llama import repeat_kv
-
-    n = keys.shape[2]
+    batch, heads_kv, n, d = keys.shape
     cos, sin = kwargs["position_embeddings"]
     queries = post_rope_queries(module, hidden_states[:, -window:], (cos[:, -window:], sin[:, -window:]))
-    groups = queries.shape[1] // keys.shape[1]
-    logits = torch.matmul(queries, repeat_kv(keys, groups).transpose(2, 3)) / math.sqrt(module.head_dim)
-    mask = torch.triu(torch.ones_like(logits) * float("-inf"), diagonal=n - window + 1)
-    attention = F.softmax(logits + mask, dim=-1, dtype=torch.float32).to(queries.dtype)
-    return queries, logits, attention
+    heads_q, w = queries.shape[1], queries.shape[2]
+    # each KV head's query group in one matmul: kvpress repeats the keys per query head instead (a copy)
+    grouped = queries.reshape(batch, heads_kv, heads_q // heads_kv * w, d)
+    logits = (grouped @ keys.transpose(2, 3)).reshape(batch, heads_q, w, n) / math.sqrt(module.head_dim)
+    # mask the future in place on the last w columns only, and restore them: the features read the
+    # window tokens' logits too (same softmax input as kvpress's full-size additive mask)
+    future = torch.ones(w, w, dtype=torch.bool, device=keys.device).triu(1)
+    window_block = logits[..., n - w :].clone()
+    logits[..., n - w :].masked_fill_(future, float("-inf"))
+    attention = F.softmax(logits, dim=-1, dtype=torch.float32)
+    logits[..., n - w :] = window_block
+    return queries, logits, attention.to(queries.dtype)
 
 
 def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor) -> None:
