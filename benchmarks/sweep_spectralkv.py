@@ -36,6 +36,9 @@ def main() -> None:
     parser.add_argument("--keeps", type=float, nargs="+", default=[0.5, 0.125, 0.0625])
     parser.add_argument("--pool-factors", type=float, nargs="+", default=None)
     parser.add_argument("--energy-tols", type=float, nargs="+", default=[0.01])
+    parser.add_argument("--block-sizes", type=int, nargs="+", default=[SpectralKVPress.block_size])
+    parser.add_argument("--strategies", nargs="+", default=[SpectralKVPress.rank_strategy])
+    parser.add_argument("--segment-budgets", type=int, nargs="+", default=[SpectralKVPress.segment_budget])
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, tokenizer = zoo.load("tiny-llama")
@@ -50,11 +53,27 @@ def main() -> None:
         for keep in args.keeps:
             ratio = 1 - keep
             errors = {"snapkv": fidelity(SnapKVPress(compression_ratio=ratio, window_size=32))}
-            for pool, tol, mode in itertools.product(
-                args.pool_factors, args.energy_tols, ("entropy", "uniform")
-            ):
-                press = SpectralKVPress(ratio, pool_factor=pool, energy_tol=tol, budget_mode=mode)
-                errors[f"pool {pool:g} energy_tol {tol:g} {mode}"] = fidelity(press)
+            grid = itertools.product(
+                args.pool_factors,
+                args.energy_tols,
+                args.block_sizes,
+                args.strategies,
+                args.segment_budgets,
+                ("entropy", "uniform"),
+            )
+            for pool, tol, block, strategy, segment, mode in grid:
+                press = SpectralKVPress(
+                    ratio,
+                    pool_factor=pool,
+                    energy_tol=tol,
+                    block_size=block,
+                    rank_strategy=strategy,
+                    segment_budget=segment,
+                    budget_mode=mode,
+                )
+                name = f"pool {pool:g} energy_tol {tol:g} block {block} {strategy}"
+                name += f" segment_budget {segment}" if strategy == "segments" else ""
+                errors[f"{name} {mode}"] = fidelity(press)
             print(f"\n## keep {keep:g}\n| system | fidelity error |\n|---|---|")
             for name, value in errors.items():
                 print(f"| {name} | {value:.4f} |")
