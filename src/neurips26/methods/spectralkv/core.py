@@ -99,11 +99,13 @@ def attention_concentration(
 def _log_normaliser(attention: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     """``log Z`` per row of ``attention = softmax(logits)``, from one entry: ``z_j - log a_j``. Token 0 is
     never masked by a causal window and is rarely tiny; a row where it underflows uses its largest entry."""
-    first = attention[..., 0]
-    if bool((first < 1e-30).any()):
-        top = attention.argmax(-1, keepdim=True)
-        return (logits.float().gather(-1, top) - attention.gather(-1, top).log()).squeeze(-1)
-    return logits.float()[..., 0] - first.log()
+    log_z = logits[..., 0].float() - attention[..., 0].log()
+    tiny = attention[..., 0] < 1e-30
+    if bool(tiny.any()):  # only those rows are searched: an argmax over all rows costs more than the rest
+        rows = attention[tiny]
+        top = rows.argmax(-1, keepdim=True)
+        log_z[tiny] = (logits[tiny].float().gather(-1, top) - rows.gather(-1, top).log()).squeeze(-1)
+    return log_z
 
 
 def allocate_layer_budgets(
@@ -114,7 +116,7 @@ def allocate_layer_budgets(
 ) -> torch.Tensor:
     """Water-fill ``total`` slots over layers in proportion to ``weights``, within ``[floor, cap]``.
 
-    Finds ``t`` with ``sum_l clip(t * w_l, f_l, c_l) = total`` by bisection, then rounds by largest
+    Finds ``t`` with ``sum_l clip(t * w_l, f_l, c_l) = total`` exactly, then rounds by largest
     remainder so the integer budgets sum exactly to ``total`` and stay within their bounds.
 
     Raises ``ValueError`` when ``total`` lies outside ``[sum(floors), sum(caps)]``.
@@ -134,15 +136,26 @@ def allocate_layer_budgets(
         )
     if w.sum() == 0.0:
         w = np.ones_like(w)  # no signal: uniform weights
-    t_lo, t_hi = 0.0, float((hi / np.maximum(w, 1e-12)).max()) + 1.0
-    for _ in range(100):  # bisection on the water level; 100 halvings reach float64 resolution
-        t = 0.5 * (t_lo + t_hi)
-        if np.clip(t * w, lo, hi).sum() < total:
-            t_lo = t
-        else:
-            t_hi = t
-    real = torch.from_numpy(np.clip(t_hi * w, lo, hi))
+    w = w / w.max()  # the water level absorbs the scale
+    real = torch.from_numpy(np.clip(_water_level(w, lo, hi, total) * w, lo, hi))
     return _round_to_total(real, total, torch.from_numpy(lo), torch.from_numpy(hi))
+
+
+def _water_level(w: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: float) -> float:
+    """The ``t`` where ``sum_l clip(t * w_l, lo_l, hi_l)`` reaches ``total``. The sum is piecewise linear
+    in ``t`` with kinks where a layer meets its floor or cap, so it is evaluated at every kink and
+    interpolated on the piece that crosses ``total``: exact, without iterating. Weights below 1e-12 of
+    the largest count as zero (their kinks would overflow); rounding gives any rest to layers with room."""
+    positive = w > 1e-12
+    kinks = np.unique(np.concatenate([[0.0], lo[positive] / w[positive], hi[positive] / w[positive]]))
+    filled = np.clip(kinks[:, None] * w, lo, hi).sum(-1)  # nondecreasing in t
+    k = int(np.searchsorted(filled, total))
+    if k == 0:
+        return 0.0
+    if k == len(kinks):  # zero-weight layers hold the rest; rounding gives it to those with room
+        return float(kinks[-1])
+    t0, t1, f0, f1 = kinks[k - 1], kinks[k], filled[k - 1], filled[k]
+    return float(t0 + (total - f0) * (t1 - t0) / (f1 - f0))
 
 
 def _round_to_total(real: torch.Tensor, total: int, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
@@ -205,7 +218,7 @@ def metric_features(
     """
     key_part = _KeyPart(keys, window_queries, window_logits)
     everything = torch.arange(keys.shape[2], device=keys.device).expand(keys.shape[:3])
-    value_scale = _value_scale(key_part, values, value_weight)
+    value_scale = _value_scale(key_part, values.float().pow(2).sum(-1), value_weight)
     return _assemble_features(key_part, values, everything, value_scale, _score_weight(scores, score_power))
 
 
@@ -256,10 +269,11 @@ def _score_weight(scores: torch.Tensor | None, score_power: float) -> torch.Tens
     return scores.float().clamp_min(0.0).pow(score_power / 2)
 
 
-def _value_scale(key_part: _KeyPart, values: torch.Tensor, value_weight: float) -> torch.Tensor:
-    """``lambda`` ``(B, H, 1, 1)``: the value part gets ``value_weight`` times the key part's energy."""
+def _value_scale(key_part: _KeyPart, value_energy: torch.Tensor, value_weight: float) -> torch.Tensor:
+    """``lambda`` ``(B, H, 1, 1)``: the value part gets ``value_weight`` times the key part's energy
+    (``value_energy`` ``(B, H, n)``: ``||v_i||^2``)."""
     energy_k = key_part.energy.sum(-1).sqrt()
-    energy_v = values.float().pow(2).sum((-1, -2)).sqrt().clamp_min(1e-12)
+    energy_v = value_energy.sum(-1).sqrt().clamp_min(1e-12)
     return (value_weight * energy_k / energy_v)[..., None, None]
 
 
@@ -579,8 +593,9 @@ def metric_candidates(
     forced = _forced_within_budget(forced, budget)
     key_part = _KeyPart(keys, window_queries, window_logits)
     weight = _score_weight(feature_scores, score_power)
-    value_scale = _value_scale(key_part, values, value_weight)
-    energy = key_part.energy + value_scale[..., 0].pow(2) * values.float().pow(2).sum(-1)
+    value_energy = values.float().pow(2).sum(-1)
+    value_scale = _value_scale(key_part, value_energy, value_weight)
+    energy = key_part.energy + value_scale[..., 0].pow(2) * value_energy
     if weight is not None:
         energy = energy * weight.pow(2)
     index = _pool_index(energy, forced, budget, pool_factor)
