@@ -48,6 +48,7 @@ __all__ = [
 
 RANK_STRATEGIES = ("hybrid", "restart", "segments")
 _RANK_TOL = 1e-6  # pivoted_selection's default: a residual below it is in the span already
+_SWEEP_DIRECTIONS = 8  # DuplicatePairs.find screens pairs on this many orthonormal coordinates
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -951,11 +952,12 @@ class DuplicatePairs:
         u = unit.reshape(-1, n, dim).float()
         ok = valid.reshape(-1, n)
         radius = math.sqrt(max(0.0, 2.0 - 2.0 * threshold)) + 1e-5  # slack for float32 rounding
-        coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k)
         kernels = _cpu_kernels(u.device) if compiled else None
         if kernels is not None:
-            row, a, b = kernels.duplicate_pairs(u, coords, ok, threshold, radius)
+            directions = _fixed_directions(dim, min(_SWEEP_DIRECTIONS, dim) - 1)
+            row, a, b = kernels.duplicate_pairs(u, ok, threshold, radius, directions)
             return cls(shape, torch.cat([row, row]), torch.cat([a, b]), torch.cat([b, a]))
+        coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k)
         sorted_first, order = coords[..., 0].masked_fill(~ok, float("inf")).sort(-1)
         reach = torch.searchsorted(sorted_first, sorted_first + radius, right=True)
         steps = (reach - torch.arange(n, device=u.device) - 1).masked_fill(~ok.gather(1, order), 0)
@@ -977,7 +979,7 @@ class DuplicatePairs:
         return out.reshape(flag.shape)
 
 
-def _spread_directions(unit: torch.Tensor, valid: torch.Tensor, k: int = 8) -> torch.Tensor:
+def _spread_directions(unit: torch.Tensor, valid: torch.Tensor, k: int = _SWEEP_DIRECTIONS) -> torch.Tensor:
     """``(R, k, D)`` orthonormal directions; the first runs from the mean of the valid rows to the row
     farthest from it (they spread along it nearly as much as along the principal direction, for one
     matrix-vector product), the others are fixed random ones. Any orthonormal directions keep

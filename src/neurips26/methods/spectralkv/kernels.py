@@ -179,57 +179,89 @@ def _greedy_rows(x, k, floor, energy_tol):  # pragma: no cover
 
 
 def duplicate_pairs(
-    unit: torch.Tensor, coords: torch.Tensor, valid: torch.Tensor, threshold: float, radius: float
+    unit: torch.Tensor, valid: torch.Tensor, threshold: float, radius: float, directions: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every ordered-once pair ``(row, a, b)`` of valid tokens with cosine >= ``threshold`` (CPU).
 
-    ``unit`` ``(R, n, D)`` unit rows, ``coords`` ``(R, n, k)`` their coordinates on orthonormal
-    directions; pairs are screened by ``|coords_a - coords_b| <= radius`` (implied by the cosine) in a
-    sweep along the first coordinate, then compared in full.
+    ``unit`` ``(R, n, D)`` unit rows. Per row, the tokens are projected on orthonormal directions (the
+    first from the valid rows' mean to the row farthest from it, then ``directions`` ``(D, k - 1)``,
+    orthonormalised), screened by ``|coords_a - coords_b| <= radius`` (implied by the cosine) in one
+    sweep along the first coordinate, and compared in full: the same pairs as
+    :meth:`core.DuplicatePairs.find`'s torch path, whatever the directions.
     """
-    args = (
+    out = _sweep_rows(
         np.ascontiguousarray(unit.detach().cpu().numpy(), dtype=np.float32),
-        np.ascontiguousarray(coords.detach().cpu().numpy(), dtype=np.float32),
         valid.cpu().numpy(),
         float(threshold),
         float(radius),
+        np.ascontiguousarray(directions.detach().cpu().numpy().T, dtype=np.float64),
     )
-    total = _count_pairs(*args)
-    out = np.empty((3, total), dtype=np.int64)
-    _fill_pairs(*args, out)
     row, a, b = torch.from_numpy(out).to(unit.device)
     return row, a, b
 
 
 @numba.njit(cache=True, nogil=True)
-def _sweep(unit, coords, valid, threshold, radius, out, fill):  # pragma: no cover
+def _sweep_rows(unit, valid, threshold, radius, fixed):  # pragma: no cover
+    out = np.empty((3, 64), dtype=np.int64)
     found = 0
     for r in range(unit.shape[0]):
-        order = np.argsort(coords[r, :, 0], kind="mergesort")
-        order = order[valid[r][order]]
-        for p in range(len(order)):
-            a = order[p]
-            for q in range(p + 1, len(order)):
-                b = order[q]
-                if coords[r, b, 0] - coords[r, a, 0] > radius:
+        members = np.nonzero(valid[r])[0]
+        if len(members) < 2:
+            continue
+        rows = unit[r][members]
+        coords = rows @ _row_directions(rows, fixed).T
+        order = np.argsort(coords[:, 0], kind="mergesort")
+        coords, rows, members = coords[order], rows[order], members[order]  # contiguous in sweep order
+        for p in range(len(members)):
+            for q in range(p + 1, len(members)):
+                if coords[q, 0] - coords[p, 0] > radius:
                     break
-                gap = 0.0
-                for c in range(coords.shape[2]):
-                    diff = coords[r, a, c] - coords[r, b, c]
-                    gap += diff * diff
-                if gap > radius * radius or np.dot(unit[r, a], unit[r, b]) < threshold:
+                if _farther(coords[p], coords[q], radius * radius) or np.dot(rows[p], rows[q]) < threshold:
                     continue
-                if fill:
-                    out[0, found], out[1, found], out[2, found] = r, min(a, b), max(a, b)
+                if found == out.shape[1]:  # grow by doubling: one sweep, no counting pass
+                    grown = np.empty((3, 2 * found), dtype=np.int64)
+                    grown[:, :found] = out
+                    out = grown
+                out[0, found] = r
+                out[1, found] = min(members[p], members[q])
+                out[2, found] = max(members[p], members[q])
                 found += 1
-    return found
+    return out[:, :found].copy()
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_pairs(unit, coords, valid, threshold, radius):  # pragma: no cover
-    return _sweep(unit, coords, valid, threshold, radius, np.empty((3, 0), dtype=np.int64), False)
+def _farther(a, b, limit):  # pragma: no cover
+    """``||a - b||^2 > limit``, stopping as soon as the partial sum exceeds it."""
+    total = 0.0
+    for c in range(a.shape[0]):
+        diff = a[c] - b[c]
+        total += diff * diff
+        if total > limit:
+            return True
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_pairs(unit, coords, valid, threshold, radius, out):  # pragma: no cover
-    _sweep(unit, coords, valid, threshold, radius, out, True)
+def _row_directions(rows, fixed):  # pragma: no cover
+    """Orthonormal ``(k, D)`` float32 directions: mean-to-farthest first, then the fixed ones (Gram-Schmidt
+    in float64; a direction with nothing left after the earlier ones is dropped)."""
+    m, dim = rows.shape
+    mean = np.zeros(dim)
+    for i in range(m):
+        mean += rows[i]
+    mean /= m
+    farthest = np.argmin(rows @ mean.astype(rows.dtype))
+    candidates = np.empty((fixed.shape[0] + 1, dim))
+    candidates[0] = rows[farthest] - mean
+    candidates[1:] = fixed
+    basis = np.zeros(candidates.shape)
+    size = 0
+    for i in range(candidates.shape[0]):
+        v = candidates[i].copy()
+        for j in range(size):
+            v -= np.dot(basis[j], v) * basis[j]
+        norm = np.sqrt(np.dot(v, v))
+        if norm > 1e-6 * np.sqrt(np.dot(candidates[i], candidates[i])) and norm > 0.0:
+            basis[size] = v / norm
+            size += 1
+    return basis[:size].astype(np.float32)
