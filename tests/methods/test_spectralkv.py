@@ -116,7 +116,8 @@ def test_concentration_is_zero_for_uniform_and_one_for_one_hot():
     assert attention_concentration(one_hot, candidates) == pytest.approx(1.0, abs=1e-9)
 
 
-def test_concentration_from_logits_equals_the_one_from_attention():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_concentration_from_logits_equals_the_one_from_attention(compiled):
     g = torch.Generator().manual_seed(14)
     logits = 4 * torch.randn(2, 4, 8, 50, generator=g)
     future = torch.ones(8, 50, dtype=torch.bool).triu(50 - 8 + 1)
@@ -124,11 +125,15 @@ def test_concentration_from_logits_equals_the_one_from_attention():
     candidates = forced_token_mask(50, 2, 8).logical_not()
     plain = attention_concentration(attention, candidates)
     assert 0.05 < plain < 0.95
-    assert attention_concentration(attention, candidates, logits=logits) == pytest.approx(plain, abs=1e-5)
+    assert attention_concentration(attention, candidates, logits=logits, compiled=compiled) == pytest.approx(
+        plain, abs=1e-5
+    )
     logits[0, 1, 3, 0] = -300.0  # token 0 underflows in one row: log Z comes from the row's largest entry
     attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
     plain = attention_concentration(attention, candidates)
-    assert attention_concentration(attention, candidates, logits=logits) == pytest.approx(plain, abs=1e-5)
+    assert attention_concentration(attention, candidates, logits=logits, compiled=compiled) == pytest.approx(
+        plain, abs=1e-5
+    )
     scattered = candidates.clone()
     scattered[20] = False  # not one contiguous range: the masked path
     plain = attention_concentration(attention, scattered)

@@ -55,7 +55,11 @@ _SWEEP_DIRECTIONS = 8  # DuplicatePairs.find screens pairs on this many orthonor
 # Across layers
 # ---------------------------------------------------------------------------------------------------------
 def attention_concentration(
-    window_attention: torch.Tensor, candidate_mask: torch.Tensor, *, logits: torch.Tensor | None = None
+    window_attention: torch.Tensor,
+    candidate_mask: torch.Tensor,
+    *,
+    logits: torch.Tensor | None = None,
+    compiled: bool = True,
 ) -> float:
     """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
 
@@ -69,6 +73,8 @@ def attention_concentration(
     logits:
         optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
         masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
+    compiled:
+        with logits, on CPU and candidates in one range: one pass in :func:`kernels.mean_window_entropy`.
 
     Returns
     -------
@@ -81,6 +87,11 @@ def attention_concentration(
     mask = candidate_mask.to(attention.device)
     where = torch.nonzero(mask).squeeze(-1)
     lo, hi = int(where[0]), int(where[-1]) + 1
+    kernels = _cpu_kernels(attention.device) if compiled and logits is not None and hi - lo == m else None
+    if kernels is not None:
+        return float(
+            min(1.0, max(0.0, 1.0 - kernels.mean_window_entropy(attention, logits, lo, hi) / math.log(m)))
+        )
     if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
         rows = attention[..., lo:hi]
         z = None if logits is None else logits.float()[..., lo:hi]

@@ -13,7 +13,41 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["duplicate_pairs", "pivot_segments"]
+__all__ = ["duplicate_pairs", "mean_window_entropy", "pivot_segments"]
+
+
+def mean_window_entropy(attention: torch.Tensor, logits: torch.Tensor, lo: int, hi: int) -> float:
+    """Mean over rows of the entropy of ``attention``'s entries ``[lo, hi)``, renormalised (CPU).
+
+    ``attention = softmax(logits)`` row-wise, both ``(..., n)``; ``log a = z - log Z`` with ``log Z`` from
+    token 0 (or the row's largest entry where token 0 underflows), as :func:`core.attention_concentration`
+    computes it in torch: one pass over both instead of a dozen full-size operations.
+    """
+    n = attention.shape[-1]
+    return _mean_window_entropy(
+        np.ascontiguousarray(attention.detach().float().cpu().numpy().reshape(-1, n)),
+        np.ascontiguousarray(logits.detach().float().cpu().numpy().reshape(-1, n)),
+        int(lo),
+        int(hi),
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _mean_window_entropy(attention, logits, lo, hi):  # pragma: no cover
+    total = 0.0
+    for r in range(attention.shape[0]):
+        a, z = attention[r], logits[r]
+        mass, dot = 0.0, 0.0
+        for j in range(lo, hi):
+            mass += a[j]
+            dot += a[j] * z[j]
+        mass = max(mass, 1e-30)
+        anchor = 0
+        if a[0] < 1e-30:
+            anchor = np.argmax(a)
+        log_z = z[anchor] - np.log(a[anchor])
+        total += np.log(mass) - dot / mass + log_z
+    return total / attention.shape[0]
 
 
 def pivot_segments(
