@@ -116,8 +116,7 @@ def test_concentration_is_zero_for_uniform_and_one_for_one_hot():
     assert attention_concentration(one_hot, candidates) == pytest.approx(1.0, abs=1e-9)
 
 
-@pytest.mark.parametrize("compiled", [True, False])
-def test_concentration_from_logits_equals_the_one_from_attention(compiled):
+def test_concentration_from_logits_equals_the_one_from_attention():
     g = torch.Generator().manual_seed(14)
     logits = 4 * torch.randn(2, 4, 8, 50, generator=g)
     future = torch.ones(8, 50, dtype=torch.bool).triu(50 - 8 + 1)
@@ -125,15 +124,11 @@ def test_concentration_from_logits_equals_the_one_from_attention(compiled):
     candidates = forced_token_mask(50, 2, 8).logical_not()
     plain = attention_concentration(attention, candidates)
     assert 0.05 < plain < 0.95
-    assert attention_concentration(attention, candidates, logits=logits, compiled=compiled) == pytest.approx(
-        plain, abs=1e-5
-    )
+    assert attention_concentration(attention, candidates, logits=logits) == pytest.approx(plain, abs=1e-5)
     logits[0, 1, 3, 0] = -300.0  # token 0 underflows in one row: log Z comes from the row's largest entry
     attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
     plain = attention_concentration(attention, candidates)
-    assert attention_concentration(attention, candidates, logits=logits, compiled=compiled) == pytest.approx(
-        plain, abs=1e-5
-    )
+    assert attention_concentration(attention, candidates, logits=logits) == pytest.approx(plain, abs=1e-5)
     scattered = candidates.clone()
     scattered[20] = False  # not one contiguous range: the masked path
     plain = attention_concentration(attention, scattered)
@@ -157,7 +152,8 @@ def test_metric_features_measure_mean_squared_logits(n_queries):
 
 @pytest.mark.parametrize("n_queries", [6, 12])
 @pytest.mark.parametrize("with_logits", [False, True])
-def test_pool_first_candidates_equal_features_then_pool(n_queries, with_logits):
+@pytest.mark.parametrize(("compiled", "pool_factor"), [(False, 1.5), (True, 1.5), (True, None)])
+def test_pool_first_candidates_equal_features_then_pool(n_queries, with_logits, compiled, pool_factor):
     """metric_candidates assembles only the pool's features: same pool and features as the long way."""
     from neurips26.methods.spectralkv.core import coreset_candidates, metric_candidates
 
@@ -169,7 +165,7 @@ def test_pool_first_candidates_equal_features_then_pool(n_queries, with_logits):
     forced = forced_token_mask(40, 2, 4)
     options = {"value_weight": 0.7, "score_power": 1.0}
     features = metric_features(keys, values, queries, scores=weights, **options)
-    expected = coreset_candidates(features, scores, 12, forced, pool_factor=1.5)
+    expected = coreset_candidates(features, scores, 12, forced, pool_factor=pool_factor)
     got = metric_candidates(
         keys,
         values,
@@ -177,9 +173,10 @@ def test_pool_first_candidates_equal_features_then_pool(n_queries, with_logits):
         scores,
         12,
         forced,
-        pool_factor=1.5,
+        pool_factor=pool_factor,
         feature_scores=weights,
         window_logits=logits if with_logits else None,
+        compiled=compiled,
         **options,
     )
     assert torch.equal(got.index, expected.index) and torch.equal(got.forced, expected.forced)

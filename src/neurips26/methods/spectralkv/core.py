@@ -55,11 +55,7 @@ _SWEEP_DIRECTIONS = 8  # DuplicatePairs.find screens pairs on this many orthonor
 # Across layers
 # ---------------------------------------------------------------------------------------------------------
 def attention_concentration(
-    window_attention: torch.Tensor,
-    candidate_mask: torch.Tensor,
-    *,
-    logits: torch.Tensor | None = None,
-    compiled: bool = True,
+    window_attention: torch.Tensor, candidate_mask: torch.Tensor, *, logits: torch.Tensor | None = None
 ) -> float:
     """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
 
@@ -73,8 +69,6 @@ def attention_concentration(
     logits:
         optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
         masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
-    compiled:
-        with logits, on CPU and candidates in one range: one pass in :func:`kernels.mean_window_entropy`.
 
     Returns
     -------
@@ -87,11 +81,6 @@ def attention_concentration(
     mask = candidate_mask.to(attention.device)
     where = torch.nonzero(mask).squeeze(-1)
     lo, hi = int(where[0]), int(where[-1]) + 1
-    kernels = _cpu_kernels(attention.device) if compiled and logits is not None and hi - lo == m else None
-    if kernels is not None:
-        return float(
-            min(1.0, max(0.0, 1.0 - kernels.mean_window_entropy(attention, logits, lo, hi) / math.log(m)))
-        )
     if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
         rows = attention[..., lo:hi]
         z = None if logits is None else logits.float()[..., lo:hi]
@@ -592,28 +581,44 @@ def metric_candidates(
     feature_scores: torch.Tensor | None = None,
     score_power: float = 1.0,
     window_logits: torch.Tensor | None = None,
+    compiled: bool = True,
 ) -> Candidates:
     """``coreset_candidates(metric_features(...), ...)`` without the features of tokens outside the pool.
 
     The pool is ranked by feature energy, which is known per token without the features
     (``w_i^2 (||M^1/2 k_i||^2 + lambda^2 ||v_i||^2)``), so only the ``P`` pool rows are assembled: with
     the window logits given the key part costs no matmul at all. ``feature_scores`` weight the features
-    (``metric_features``'s ``scores``), ``scores`` rank the hybrid fill (``coreset_candidates``'s).
+    (``metric_features``'s ``scores``), ``scores`` rank the hybrid fill (``coreset_candidates``'s). On
+    CPU with the logits as key part (``compiled``) the pool is built by :func:`kernels.pool_from_logits`.
     """
     batch, heads, n, _ = keys.shape
     _check_budget(budget, n)
     forced = _forced_within_budget(forced, budget)
-    key_part = _KeyPart(keys, window_queries, window_logits)
     weight = _score_weight(feature_scores, score_power)
-    value_energy = values.float().pow(2).sum(-1)
-    value_scale = _value_scale(key_part, value_energy, value_weight)
-    energy = key_part.energy + value_scale[..., 0].pow(2) * value_energy
-    if weight is not None:
-        energy = energy * weight.pow(2)
-    index = _pool_index(energy, forced, budget, pool_factor)
+    queries_per_head, d = window_queries.shape[-2:]
+    kernels = _cpu_kernels(keys.device) if compiled and window_logits is not None else None
+    if kernels is not None and queries_per_head <= d:
+        index, features = kernels.pool_from_logits(
+            window_logits.reshape(batch, heads, queries_per_head, n),
+            values,
+            weight,
+            forced,
+            _pool_size(budget, n, pool_factor),
+            math.sqrt(d / queries_per_head),
+            value_weight,
+        )
+    else:
+        key_part = _KeyPart(keys, window_queries, window_logits)
+        value_energy = values.float().pow(2).sum(-1)
+        value_scale = _value_scale(key_part, value_energy, value_weight)
+        energy = key_part.energy + value_scale[..., 0].pow(2) * value_energy
+        if weight is not None:
+            energy = energy * weight.pow(2)
+        index = _pool_index(energy, forced, budget, pool_factor)
+        features = _assemble_features(key_part, values, index, value_scale, weight)
     return Candidates(
         index=index,
-        features=_assemble_features(key_part, values, index, value_scale, weight),
+        features=features,
         scores=scores.gather(-1, index),
         forced=forced[index],
         valid=torch.ones_like(index, dtype=torch.bool),
@@ -626,10 +631,14 @@ def _pool_index(
 ) -> torch.Tensor:
     """``(B, H, P)`` sorted positions of the forced tokens plus the largest ``energy``."""
     batch, heads, n = energy.shape
-    size = n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
+    size = _pool_size(budget, n, pool_factor)
     if size == n:
         return torch.arange(n, device=energy.device).expand(batch, heads, n).contiguous()
     return energy.masked_fill(forced, float("inf")).topk(size, dim=-1).indices.sort(-1).values
+
+
+def _pool_size(budget: int, n: int, pool_factor: float | None) -> int:
+    return n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
 
 
 def _check_budget(budget: int, n: int) -> None:

@@ -13,41 +13,84 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["duplicate_pairs", "mean_window_entropy", "pivot_segments"]
+__all__ = ["duplicate_pairs", "pivot_segments", "pool_from_logits"]
+
+# Sums may be reassociated (and so vectorised): strict left-to-right order makes every running sum wait
+# for the previous addition. No other fast-math liberty: infinities and NaNs keep their meaning.
+_REDUCE = {"reassoc", "contract"}
 
 
-def mean_window_entropy(attention: torch.Tensor, logits: torch.Tensor, lo: int, hi: int) -> float:
-    """Mean over rows of the entropy of ``attention``'s entries ``[lo, hi)``, renormalised (CPU).
+def pool_from_logits(
+    logits: torch.Tensor,
+    values: torch.Tensor,
+    weight: torch.Tensor | None,
+    forced: torch.Tensor,
+    size: int,
+    key_scale: float,
+    value_weight: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The candidate pool of :func:`core.metric_candidates` when the key part is the window logits (CPU).
 
-    ``attention = softmax(logits)`` row-wise, both ``(..., n)``; ``log a = z - log Z`` with ``log Z`` from
-    token 0 (or the row's largest entry where token 0 underflows), as :func:`core.attention_concentration`
-    computes it in torch: one pass over both instead of a dozen full-size operations.
+    ``logits`` ``(B, H, Q, n)`` per KV head, ``values`` ``(B, H, n, dv)``, ``weight`` ``(B, H, n)``
+    feature weights (or ``None``), ``forced`` ``(n,)`` bool. Per row: token energies
+    ``w^2 (key_scale^2 ||z_j||^2 + lambda^2 ||v_j||^2)`` with ``lambda`` balancing the parts, the forced
+    tokens plus the ``size`` most energetic ones in context order, and their features
+    ``w [key_scale z_j ; lambda v_j]``. Returns ``(B, H, size)`` positions and ``(B, H, size, Q + dv)``
+    float32 features, in one pass instead of two dozen full-size tensor operations.
     """
-    n = attention.shape[-1]
-    return _mean_window_entropy(
-        np.ascontiguousarray(attention.detach().float().cpu().numpy().reshape(-1, n)),
-        np.ascontiguousarray(logits.detach().float().cpu().numpy().reshape(-1, n)),
-        int(lo),
-        int(hi),
+    batch, heads, queries, n = logits.shape
+    flat = (batch * heads, n)
+    ones = torch.ones(flat, dtype=torch.float32)
+    index, features = _pool_from_logits(
+        np.ascontiguousarray(logits.detach().float().cpu().numpy().reshape(-1, queries, n)),
+        np.ascontiguousarray(values.detach().float().cpu().numpy().reshape(-1, n, values.shape[-1])),
+        (ones if weight is None else weight.detach().float().cpu().reshape(flat)).contiguous().numpy(),
+        forced.cpu().numpy(),
+        int(size),
+        float(key_scale),
+        float(value_weight),
+    )
+    shape = (batch, heads, int(size))
+    return (
+        torch.from_numpy(index).reshape(shape).to(logits.device),
+        torch.from_numpy(features).reshape(*shape, -1).to(logits.device),
     )
 
 
-@numba.njit(cache=True, nogil=True)
-def _mean_window_entropy(attention, logits, lo, hi):  # pragma: no cover
-    total = 0.0
-    for r in range(attention.shape[0]):
-        a, z = attention[r], logits[r]
-        mass, dot = 0.0, 0.0
-        for j in range(lo, hi):
-            mass += a[j]
-            dot += a[j] * z[j]
-        mass = max(mass, 1e-30)
-        anchor = 0
-        if a[0] < 1e-30:
-            anchor = np.argmax(a)
-        log_z = z[anchor] - np.log(a[anchor])
-        total += np.log(mass) - dot / mass + log_z
-    return total / attention.shape[0]
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_weight):  # pragma: no cover
+    rows, queries, n = logits.shape
+    dv = values.shape[2]
+    index = np.empty((rows, size), dtype=np.int64)
+    features = np.empty((rows, size, queries + dv), dtype=np.float32)
+    for r in range(rows):
+        key_energy = np.zeros(n)
+        for q in range(queries):
+            for j in range(n):
+                key_energy[j] += np.float64(logits[r, q, j]) ** 2
+        key_energy *= key_scale * key_scale
+        value_energy = np.zeros(n)
+        for j in range(n):
+            for c in range(dv):
+                value_energy[j] += np.float64(values[r, j, c]) ** 2
+        lam = value_weight * np.sqrt(key_energy.sum()) / max(np.sqrt(value_energy.sum()), 1e-12)
+        if size == n:
+            chosen = np.arange(n)
+        else:
+            energy = (key_energy + lam * lam * value_energy) * weight[r].astype(np.float64) ** 2
+            for j in range(n):
+                if forced[j]:
+                    energy[j] = np.inf
+            chosen = np.sort(np.argsort(-energy, kind="mergesort")[:size])
+        for p in range(size):
+            j = chosen[p]
+            index[r, p] = j
+            w = weight[r, j]
+            for q in range(queries):
+                features[r, p, q] = logits[r, q, j] * key_scale * w
+            for c in range(dv):
+                features[r, p, queries + c] = values[r, j, c] * lam * w
+    return index, features
 
 
 def pivot_segments(
