@@ -185,6 +185,19 @@ def test_pool_first_candidates_equal_features_then_pool(n_queries, with_logits, 
     assert torch.allclose(gram, expected.features @ expected.features.transpose(-1, -2), rtol=1e-4, atol=1e-5)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, float("inf")]), min_size=1, max_size=30),
+    data=st.data(),
+)
+def test_compiled_pool_takes_the_largest_energies_earliest_first_on_ties(values, data):
+    from neurips26.methods.spectralkv.kernels import _largest
+
+    size = data.draw(st.integers(1, len(values)))
+    expected = np.sort(np.argsort(-np.array(values), kind="stable")[:size])
+    assert _largest(np.array(values), size).tolist() == expected.tolist()
+
+
 def _pivot_order(phi: torch.Tensor, k: int) -> list[int]:
     order: list[int] = []
     for steps in range(1, k + 1):

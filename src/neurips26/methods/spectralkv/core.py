@@ -756,6 +756,8 @@ def _has_better_duplicate(
 ) -> torch.Tensor:
     """``(B, H, P)`` bool: tokens with a near-duplicate that is kept or has more feature energy (ties: the
     earlier token wins), so each cluster of repeats keeps one representative open."""
+    if duplicates.empty:
+        return torch.zeros_like(kept)
     priority = features.pow(2).sum(-1).double().masked_fill(kept, float("inf"))
     return duplicates.of_any(torch.ones_like(kept), before=_rank_of(priority))
 
@@ -923,7 +925,8 @@ def _fill_by_score(
     key = scores.double().clamp_min(0.0) + 1.0  # > 0.5: ranks above the demoted near-duplicates
     key = key.masked_fill(kept, -1.0).masked_fill(~valid, -2.0)
     key = key.masked_fill(duplicates.of_any(kept) & (key > 0.5), 0.5)
-    for _ in range(8):  # each pass demotes the fillers that duplicate a better one; rarely more than one
+    # each pass demotes the fillers that duplicate a better one; rarely more than one
+    for _ in range(0 if duplicates.empty else 8):
         rank = _rank_of(key)
         filling = (rank < need.unsqueeze(-1)) & (key > 0.5)
         repeats = duplicates.of_any(filling, before=rank) & filling
@@ -988,8 +991,14 @@ class DuplicatePairs:
         row, a, b = _keep(row, a, b, (u[row, a] * u[row, b]).sum(-1) >= threshold)
         return cls(shape, torch.cat([row, row]), torch.cat([a, b]), torch.cat([b, a]))
 
+    @property
+    def empty(self) -> bool:
+        return self.row.numel() == 0
+
     def of_any(self, flag: torch.Tensor, before: torch.Tensor | None = None) -> torch.Tensor:
         """``(..., P)`` bool: tokens with a duplicate among the ``flag`` ones (earlier by ``before``)."""
+        if self.empty:
+            return torch.zeros_like(flag, dtype=torch.bool)
         hit = flag.reshape(-1, self.shape[-1])[self.row, self.first]
         if before is not None:
             rank = before.reshape(-1, self.shape[-1])

@@ -32,11 +32,11 @@ __all__ = ["EXPERIMENT", "OURS", "run_cell"]
 OURS = "spectralkv"
 ABLATIONS = {
     # name: (budget_mode, selector, rank_strategy)
-    "spectralkv": ("entropy", "coreset", "restart"),
-    "spectralkv-static": ("static", "coreset", "restart"),
-    "spectralkv-entropy-only": ("entropy", "topk", "restart"),
-    "spectralkv-coreset-only": ("uniform", "coreset", "restart"),
-    "spectralkv-hybrid": ("entropy", "coreset", "hybrid"),
+    "spectralkv": ("entropy", "coreset", "segments"),
+    "spectralkv-static": ("static", "coreset", "segments"),
+    "spectralkv-entropy-only": ("entropy", "topk", "segments"),
+    "spectralkv-coreset-only": ("uniform", "coreset", "segments"),
+    "spectralkv-restart": ("entropy", "coreset", "restart"),  # the slower, more faithful rank strategy
 }
 COMPRESSING_BASELINES = tuple(b for b in BASELINES if b != "full-cache")
 

@@ -81,15 +81,17 @@ def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_wei
             for j in range(n):
                 if forced[j]:
                     energy[j] = np.inf
-            chosen = np.sort(np.argsort(-energy, kind="mergesort")[:size])
+            chosen = _largest(energy, size)
+        index[r] = chosen
+        for q in range(queries):  # row by row of the logits: increasing addresses, not one column each
+            z = logits[r, q]
+            for p in range(size):
+                features[r, p, q] = z[chosen[p]] * key_scale * weight[r, chosen[p]]
         for p in range(size):
             j = chosen[p]
-            index[r, p] = j
-            w = weight[r, j]
-            for q in range(queries):
-                features[r, p, q] = logits[r, q, j] * key_scale * w
+            scale = lam * weight[r, j]
             for c in range(dv):
-                features[r, p, queries + c] = values[r, j, c] * lam * w
+                features[r, p, queries + c] = values[r, j, c] * scale
     return index, features
 
 
@@ -125,6 +127,28 @@ def pivot_segments(
         picked,
     )
     return torch.from_numpy(picked).to(open_.device)
+
+
+@numba.njit(cache=True, nogil=True)
+def _largest(values, size):  # pragma: no cover
+    """Positions of the ``size`` largest ``values``, in increasing order (ties: the earlier first). A
+    partition finds the threshold in ``O(n)`` instead of sorting."""
+    n = values.shape[0]
+    threshold = np.partition(values, n - size)[n - size]
+    above = 0
+    for j in range(n):
+        if values[j] > threshold:
+            above += 1
+    ties = size - above
+    chosen = np.empty(size, dtype=np.int64)
+    count = 0
+    for j in range(n):
+        if values[j] > threshold or (values[j] == threshold and ties > 0):
+            if values[j] == threshold:
+                ties -= 1
+            chosen[count] = j
+            count += 1
+    return chosen
 
 
 @numba.njit(cache=True, nogil=True)
