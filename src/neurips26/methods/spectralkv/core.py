@@ -138,8 +138,7 @@ def allocate_layer_budgets(
     if w.sum() == 0.0:
         w = np.ones_like(w)  # no signal: uniform weights
     w = w / w.max()  # the water level absorbs the scale
-    real = torch.from_numpy(np.clip(_water_level(w, lo, hi, total) * w, lo, hi))
-    return _round_to_total(real, total, torch.from_numpy(lo), torch.from_numpy(hi))
+    return _round_to_total(np.clip(_water_level(w, lo, hi, total) * w, lo, hi), total, lo, hi)
 
 
 def _water_level(w: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: float) -> float:
@@ -159,27 +158,26 @@ def _water_level(w: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: float) ->
     return float(t0 + (total - f0) * (t1 - t0) / (f1 - f0))
 
 
-def _round_to_total(real: torch.Tensor, total: int, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
-    """Largest-remainder rounding of ``real`` to integers in ``[lo, hi]`` summing to ``total``."""
-    budgets = real.floor().clamp(lo, hi)
+def _round_to_total(real: np.ndarray, total: int, lo: np.ndarray, hi: np.ndarray) -> torch.Tensor:
+    """Largest-remainder rounding of ``real`` to integers in ``[lo, hi]`` summing to ``total`` (numpy:
+    a handful of layers, where torch's per-call overhead would dominate)."""
+    budgets = np.clip(np.floor(real), lo, hi)
     remainder = real - budgets
     short = int(total - budgets.sum())
     while short != 0:  # at most two passes: the water level leaves |short| < number of layers
         if short > 0:
             room = budgets < hi
-            order = torch.argsort(
-                torch.where(room, remainder, torch.tensor(-1.0, dtype=real.dtype)), descending=True
-            )
+            order = np.argsort(-np.where(room, remainder, -1.0), kind="stable")
             take = order[: min(short, int(room.sum()))]
             budgets[take] += 1
         else:
             room = budgets > lo
-            order = torch.argsort(torch.where(room, remainder, torch.tensor(2.0, dtype=real.dtype)))
+            order = np.argsort(np.where(room, remainder, 2.0), kind="stable")
             take = order[: min(-short, int(room.sum()))]
             budgets[take] -= 1
         remainder[take] = 0.0
         short = int(total - budgets.sum())
-    return budgets.long()
+    return torch.from_numpy(budgets.astype(np.int64))
 
 
 # ---------------------------------------------------------------------------------------------------------
