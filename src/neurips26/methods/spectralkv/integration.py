@@ -163,6 +163,7 @@ class SpectralKVPress(BasePress):
         self._pending: dict[int, _LayerAnalysis] = {}
         self._num_layers = 0
         self._layer_budgets: torch.Tensor | None = None
+        self._forced_mask: torch.Tensor | None = None
         self._observe_only = False
         self.concentrations: dict[int, float] = {}
 
@@ -220,6 +221,7 @@ class SpectralKVPress(BasePress):
         self.ledger = BudgetLedger(self.compression_ratio)
         self._pending = {}
         self._layer_budgets = None
+        self._forced_mask = None
         self.concentrations = {}
 
     def _analyse(
@@ -240,11 +242,18 @@ class SpectralKVPress(BasePress):
         scores = F.avg_pool1d(scores, kernel_size=self.kernel_size, padding=self.kernel_size // 2, stride=1)
         scores = scores.view(scores.shape[0], heads_kv, group, n - w).mean(2)
         scores = F.pad(scores, (0, w), value=scores.max().item() + 1)
-        candidates = ~forced_token_mask(n, self.n_sink, w, device=keys.device)
+        candidates = ~self._forced(n, keys.device)
         concentration = attention_concentration(attention, candidates, logits=logits)
         b, _, _, d = queries.shape
         grouped = queries.reshape(b, heads_kv, group * w, d)
         return _LayerAnalysis(keys, values, scores, grouped, logits, concentration)
+
+    def _forced(self, n: int, device: torch.device) -> torch.Tensor:
+        """The sinks + window mask of an ``n``-token context, built once per prefill (layers share it)."""
+        mask = self._forced_mask
+        if mask is None or mask.shape[0] != n or mask.device != device:
+            mask = self._forced_mask = forced_token_mask(n, self.n_sink, self.window_size, device=device)
+        return mask
 
     def _budgets_for(self, n: int, nominal: int, floor: int) -> torch.Tensor:
         """Per-layer budgets of the uniform and static modes (fixed before the layers run)."""
@@ -305,7 +314,7 @@ class SpectralKVPress(BasePress):
     def select(self, analysis: _LayerAnalysis, budget: int) -> torch.Tensor:
         """``(B, H, budget)`` sorted indices of the tokens one layer keeps."""
         n = analysis.keys.shape[2]
-        forced = forced_token_mask(n, self.n_sink, self.window_size, device=analysis.keys.device)
+        forced = self._forced(n, analysis.keys.device)
         if self.selector == "topk":
             return select_topk(analysis.scores, budget, forced)
         if budget == n:
@@ -315,7 +324,7 @@ class SpectralKVPress(BasePress):
     def _candidates(self, analysis: _LayerAnalysis, budget: int) -> Candidates:
         """The layer's candidate pool in the metric-aligned, score-weighted joint feature space."""
         n = analysis.keys.shape[2]
-        forced = forced_token_mask(n, self.n_sink, self.window_size, device=analysis.keys.device)
+        forced = self._forced(n, analysis.keys.device)
         observed = analysis.scores.masked_fill(forced, 0.0)  # the window's padded score is not attention
         return metric_candidates(
             analysis.keys,
