@@ -4,14 +4,16 @@
 
 Attention-output error over the prefix for the decode queries (the experiment's ``fidelity_error``) on 4
 train-split windows of 2048 + 16 tokens of the zoo's tiny-llama, for score power beta in {1, 2, 4}, rank
-strategy hybrid / restart, and entropy vs uniform layer budgets, next to SnapKV and TOVA; then the budget
-direction gamma in {2, 1, -1} (restart coreset, beta 1) and the per-layer concentration of those windows.
+strategy hybrid / restart / segments, and entropy vs uniform layer budgets, next to SnapKV and TOVA; then
+the budget direction gamma in {2, 1, -1} (restart coreset, beta 1) and the per-layer concentration of
+those windows.
 
     PYTHONPATH=src python benchmarks/sweep_spectralkv.py --pool-factors 2 1.5 1.25 [--energy-tols 0.01]
-        [--keeps 0.5 0.125 0.0625]
+        [--keeps 0.5 0.125 0.0625] [--strategies segments restart] [--segment-budgets 32 64]
+        [--block-sizes 16]
 
-instead sweeps only the speed knobs (candidate-pool size x pivoting energy tolerance) for the default press
-and its uniform-budget variant, next to SnapKV.
+instead sweeps only the speed knobs (candidate-pool size x pivoting energy tolerance x rank strategy ...)
+for the press and its uniform-budget variant, next to SnapKV.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def main() -> None:
                 ("entropy", "uniform"),
             )
             for pool, tol, block, strategy, segment, mode in grid:
+                if strategy != "segments" and segment != args.segment_budgets[0]:
+                    continue  # the segment budget only matters to "segments"
                 press = SpectralKVPress(
                     ratio,
                     pool_factor=pool,
@@ -85,12 +89,13 @@ def main() -> None:
             "tova": fidelity(TOVAPress(compression_ratio=ratio)),
         }
         for beta, strategy, mode in itertools.product(
-            (1.0, 2.0, 4.0), ("hybrid", "restart"), ("entropy", "uniform")
+            (1.0, 2.0, 4.0), ("hybrid", "restart", "segments"), ("entropy", "uniform")
         ):
             press = SpectralKVPress(ratio, score_power=beta, rank_strategy=strategy, budget_mode=mode)
             errors[f"beta={beta:g} {strategy} {mode}"] = fidelity(press)
         for gamma in (2.0, -1.0):  # gamma = 1 is in the grid above
-            errors[f"beta=1 restart entropy gamma={gamma:g}"] = fidelity(SpectralKVPress(ratio, gamma=gamma))
+            press = SpectralKVPress(ratio, gamma=gamma, rank_strategy="restart")
+            errors[f"beta=1 restart entropy gamma={gamma:g}"] = fidelity(press)
         print(f"\n## keep {keep:g}\n| system | fidelity error |\n|---|---|")
         for name, value in sorted(errors.items(), key=lambda kv: kv[1]):
             print(f"| {name} | {value:.4f} |")

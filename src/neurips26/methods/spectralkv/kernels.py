@@ -1,10 +1,13 @@
-"""Compiled (numba) CPU kernels for the two sequential parts of SpectralKV's selection.
+"""Compiled (numba) CPU kernels for the sequential parts of SpectralKV's selection.
 
-Greedy pivoting is one pick after another, and the near-duplicate search walks a sorted order: in torch
-both are many small batched operations per step, so on CPU their cost is Python dispatch, not arithmetic
-(README, "Speed"). These kernels run the same algorithms as :func:`core.pivoted_selection` (exact,
-``block_size=1``) and :meth:`core.DuplicatePairs.find` row by row in compiled code, with the same results
-(tests compare them); the torch versions remain the reference and the path for other devices.
+Greedy pivoting is one pick after another, the near-duplicate search walks a sorted order, and the
+candidate pool is a top-k plus a gather per (batch, head) row: in torch they are many small batched
+operations per step, so on CPU their cost is Python dispatch, not arithmetic (README, "Speed and
+memory"). These kernels run the same algorithms as the ``"segments"`` strategy's torch path
+(:func:`core.pivoted_selection` exact, ``block_size=1``), :meth:`core.DuplicatePairs.find` and
+:func:`core.metric_candidates` row by row in compiled code, with the same results (tests compare them);
+the torch versions remain the reference and the path for other devices. The first call compiles them
+(tens of seconds); ``cache=True`` keeps the machine code for later processes.
 """
 
 from __future__ import annotations
