@@ -29,7 +29,7 @@ from neurips26.methods.spectralkv import (  # noqa: E402
     pivoted_selection,
     select_coreset,
 )
-from neurips26.methods.spectralkv.core import forced_token_mask  # noqa: E402
+from neurips26.methods.spectralkv.core import RANK_STRATEGIES, forced_token_mask  # noqa: E402
 from neurips26.testing.tiny_llms import tiny_deepseek_v3, tiny_llama  # noqa: E402
 from neurips26.zoo.press_eval import compressed_prefill  # noqa: E402
 
@@ -499,6 +499,15 @@ def test_compiled_segment_pivoting_equals_the_batched_torch_one(energy_tol):
     assert torch.equal(fast, reference)
     assert not bool((fast & closed).any()) and int(fast[0, 2].sum()) == 0
     assert int(fast[0, 1, 40:60].sum() + fast[0, 1, 20]) <= 1
+
+
+@pytest.mark.parametrize("strategy", RANK_STRATEGIES)
+def test_half_precision_features_are_selected_like_float32_ones(strategy):
+    g = torch.Generator().manual_seed(21)
+    features, scores = torch.randn(1, 2, 120, 16, generator=g).bfloat16(), torch.rand(1, 2, 120, generator=g)
+    forced = forced_token_mask(120, 2, 8)
+    half = select_coreset(features, scores, 40, forced, strategy=strategy)
+    assert torch.equal(half, select_coreset(features.float(), scores, 40, forced, strategy=strategy))
 
 
 def _brute_force_pairs(

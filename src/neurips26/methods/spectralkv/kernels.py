@@ -119,6 +119,8 @@ def pivot_segments(
     of its initial value. Returns ``(R, P)`` bool picks.
     """
     picked = np.zeros(open_.shape, dtype=np.bool_)
+    if features.dtype not in (torch.float32, torch.float64):  # half precisions: numpy has no bfloat16
+        features = features.float()
     _pivot_segments(
         np.ascontiguousarray(features.detach().cpu().numpy()),
         kept.cpu().numpy(),
