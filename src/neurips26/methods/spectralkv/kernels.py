@@ -43,11 +43,11 @@ def pool_from_logits(
     """
     batch, heads, queries, n = logits.shape
     flat = (batch * heads, n)
-    ones = torch.ones(flat, dtype=torch.float32)
+    weight = torch.ones(flat) if weight is None else weight.detach().float().cpu().reshape(flat)
     index, features = _pool_from_logits(
         np.ascontiguousarray(logits.detach().float().cpu().numpy().reshape(-1, queries, n)),
         np.ascontiguousarray(values.detach().float().cpu().numpy().reshape(-1, n, values.shape[-1])),
-        (ones if weight is None else weight.detach().float().cpu().reshape(flat)).contiguous().numpy(),
+        weight.contiguous().numpy(),
         forced.cpu().numpy(),
         int(size),
         float(key_scale),
@@ -357,25 +357,14 @@ def _farther(a, b, limit):  # pragma: no cover
 
 @numba.njit(cache=True, nogil=True)
 def _row_directions(rows, fixed):  # pragma: no cover
-    """Orthonormal ``(k, D)`` float32 directions: mean-to-farthest first, then the fixed ones (Gram-Schmidt
-    in float64; a direction with nothing left after the earlier ones is dropped)."""
-    m, dim = rows.shape
-    mean = np.zeros(dim)
-    for i in range(m):
+    """Orthonormal ``(k, D)`` float32 directions: mean-to-farthest first, then the fixed ones (a direction
+    with nothing left after the earlier ones is dropped)."""
+    mean = np.zeros(rows.shape[1])
+    for i in range(rows.shape[0]):
         mean += rows[i]
-    mean /= m
+    mean /= rows.shape[0]
     farthest = np.argmin(rows @ mean.astype(rows.dtype))
-    candidates = np.empty((fixed.shape[0] + 1, dim))
+    candidates = np.empty((fixed.shape[0] + 1, rows.shape[1]))
     candidates[0] = rows[farthest] - mean
     candidates[1:] = fixed
-    basis = np.zeros(candidates.shape)
-    size = 0
-    for i in range(candidates.shape[0]):
-        v = candidates[i].copy()
-        for j in range(size):
-            v -= np.dot(basis[j], v) * basis[j]
-        norm = np.sqrt(np.dot(v, v))
-        if norm > 1e-6 * np.sqrt(np.dot(candidates[i], candidates[i])) and norm > 0.0:
-            basis[size] = v / norm
-            size += 1
-    return basis[:size].astype(np.float32)
+    return _span_of(candidates, 1e-12).astype(np.float32)
