@@ -16,8 +16,12 @@ head), next to SnapKV's whole step. ``--sections`` picks which to run.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import inspect
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -26,7 +30,7 @@ from kvpress import SnapKVPress
 from transformers import DynamicCache
 
 from neurips26 import zoo
-from neurips26.methods.spectralkv import SpectralKVPress, calibrate_budget_profile
+from neurips26.methods.spectralkv import SpectralKVPress, calibrate_budget_profile, core, integration
 from neurips26.methods.spectralkv.core import forced_token_mask, metric_features, select_coreset
 from neurips26.zoo.evaluation import heldout_tokens
 from neurips26.zoo.press_eval import compressed_prefill
@@ -95,7 +99,7 @@ def main() -> None:
     parser.add_argument(
         "--sections",
         nargs="+",
-        default=["step", "pivoting", "memory", "lapack"],
+        default=["step", "pivoting", "memory", "lapack", "stages"],
         help="which tables to print",
     )
     args = parser.parse_args()
@@ -110,6 +114,74 @@ def main() -> None:
         memory_table(model, stream, args)
     if "lapack" in args.sections:
         lapack_table(model, args)
+    if "stages" in args.sections:
+        stages_table(model, stream, args)
+
+
+# the stages of one prefill's compression, as (module, attribute) of the functions that run them
+_STAGES = {
+    "window attention": (integration, "_window_attention"),
+    "entropy": (integration, "attention_concentration"),
+    "candidate pool": (integration, "metric_candidates"),
+    "duplicate sweep": (core.DuplicatePairs, "find"),
+    "pivoting": (core, "_segment_picks"),
+    "score fill": (core, "_fill_by_score"),
+    "layer budgets": (integration, "allocate_layer_budgets"),
+    "cache write": (SpectralKVPress, "_write_selection"),
+}
+
+
+def stages_table(model: Any, stream: torch.Tensor, args: argparse.Namespace) -> None:
+    """Median time per prefill of each stage of the default press (the wrapped functions' own wall time)."""
+    print(f"\n## stages of the default press's step (ms per prefill, keep {args.keep})")
+    print("| context | " + " | ".join(_STAGES) + " | whole step |")
+    print("|---|" + "---|" * (len(_STAGES) + 1))
+    for n in args.contexts:
+        press = SpectralKVPress(compression_ratio=1 - args.keep)
+        samples: dict[str, list[float]] = {name: [] for name in [*_STAGES, "whole step"]}
+        with _timed_stages() as spent:
+            for rep in range(args.reps + 1):  # the first round warms up
+                spent.clear()
+                step = timed_hooks(press)
+                with torch.no_grad(), press(model):
+                    model(stream[:n][None], past_key_values=DynamicCache())
+                press.forward_hook = type(press).forward_hook.__get__(press)
+                if rep:
+                    for name in _STAGES:
+                        samples[name].append(1e3 * spent.get(name, 0.0))
+                    samples["whole step"].append(1e3 * sum(step))
+        cells = " | ".join(f"{statistics.median(v):.1f}" for v in samples.values())
+        print(f"| {n} | {cells} |")
+
+
+@contextlib.contextmanager
+def _timed_stages() -> Iterator[dict[str, float]]:
+    """Wrap every stage function so its wall time adds up per stage; unwrap on exit."""
+    spent: dict[str, float] = {}
+    originals = {name: inspect.getattr_static(owner, attr) for name, (owner, attr) in _STAGES.items()}
+
+    def timed(name: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+
+        return wrapper
+
+    try:
+        for name, (owner, attr) in _STAGES.items():
+            raw = originals[name]
+            if isinstance(raw, classmethod):  # wrap the bound method, which then needs no binding
+                setattr(owner, attr, staticmethod(timed(name, getattr(owner, attr))))
+            else:  # a function (of a module, or a method that binds as before)
+                setattr(owner, attr, timed(name, raw))
+        yield spent
+    finally:
+        for name, (owner, attr) in _STAGES.items():
+            setattr(owner, attr, originals[name])
 
 
 def compression_step_table(model: Any, stream: torch.Tensor, args: argparse.Namespace) -> None:
