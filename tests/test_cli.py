@@ -10,7 +10,8 @@ def test_list_shows_every_method(capsys) -> None:
     assert main(["list"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "samhybrid" in out and "solexecbench" in out and "planned" in out
-    assert len(out.strip().splitlines()) == 19 + 2
+    assert len(out.strip().splitlines()) == 19 + 2 + 2  # header, rule, methods, blank, total
+    assert "default profile: about" in out
 
 
 def test_info_shows_defaults_with_sources(capsys) -> None:
@@ -60,7 +61,7 @@ def test_run_end_to_end_writes_results_report_and_table(tmp_path, capsys) -> Non
     ]
     assert main(argv) == EXIT_OK
     out = capsys.readouterr().out
-    assert "samhybrid: ok" in out and "delta (95% CI)" in out
+    assert "samhybrid: ok" in out and "verdict" in out and "run folder" in out
     assert (tmp_path / "samhybrid" / "result.json").exists()
     assert (tmp_path / "REPORT.md").exists() and (tmp_path / "figures" / "samhybrid.png").exists()
     assert main(argv) == EXIT_OK  # the rerun resumes

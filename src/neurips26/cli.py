@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec
 
 EXIT_OK, EXIT_METHOD_ERROR, EXIT_USAGE, EXIT_CLAIM_FAILED = 0, 1, 2, 3
 PAPERS_DIR_CANDIDATES = ("../shared/papers", "shared/papers")
+RESULTS_ROOT = Path("results")  # committed results, relative to the repository root
 
 
 class UsageError(Exception):
@@ -32,12 +34,22 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
 
 
+def _default_budget(spec: MethodSpec) -> float | None:
+    """The ``default`` profile's measured budget (the one run-time estimate); None if not runnable."""
+    if spec.status != "ready":
+        return None
+    return float(spec.load_experiment().profile("default").budget_s)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    rows = []
+    rows, total = [], 0.0
     for spec in METHODS:
-        estimate = f"{spec.estimate_s / 60:.1f} min" if spec.estimate_s else "—"
+        budget = _default_budget(spec)
+        total += budget or 0.0
+        estimate = f"{budget / 60:.1f} min" if budget else "—"
         rows.append([spec.slug, textwrap.shorten(spec.title, 60), spec.family, spec.status_text(), estimate])
     _print_table(["slug", "paper", "family", "status", "default run"], rows)
+    print(f"\nall ready methods, default profile: about {total / 60:.0f} min on 2 cores")
     return EXIT_OK
 
 
@@ -50,7 +62,7 @@ def _abstract(slug: str) -> str | None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from neurips26.core.config import config_to_dict, field_sources
+    from neurips26.core.config import config_to_dict, field_sources, flatten_config
 
     spec = _spec_or_usage_error(args.slug)
     print(
@@ -59,12 +71,18 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"claim: {spec.claim}")
     if spec.status == "ready":
         experiment = spec.load_experiment()
-        defaults = config_to_dict(experiment.config_cls())
+        config = experiment.config_cls()
+        defaults = flatten_config(config_to_dict(config))
         sources = field_sources(experiment.config_cls)
-        print("\nconfig defaults:")
-        _print_table(["key", "default", "source"], [[k, repr(v), sources[k]] for k, v in defaults.items()])
-        systems = [f"{name}{' (ours)' if name == experiment.ours else ''}" for name in experiment.systems]
-        print("\nsystems: " + ", ".join(systems))
+        print("\nconfig defaults (--set KEY=VALUE):")
+        _print_table(
+            ["key", "default", "source"], [[k, repr(v), sources.get(k, "")] for k, v in defaults.items()]
+        )
+        print("\nsystems (built from the default config):")
+        for name in experiment.systems:
+            label = f"{name} (ours)" if name == experiment.ours else name
+            print(f"  {label}: {_describe_system(experiment, name, config)}")
+        print(f"\ndevices: {', '.join(experiment.devices)}")
         print("\nprofiles:")
         for profile in experiment.profiles.values():
             grid = ", ".join(f"{k}={list(v)}" for k, v in profile.grid.items()) or "no grid"
@@ -73,6 +91,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     if abstract:
         print("\nabstract:\n" + textwrap.fill(abstract, 100))
     return EXIT_OK
+
+
+def _describe_system(experiment: Any, name: str, config: Any) -> str:
+    """One line: the system's resolved value (a dataclass config reads as its fields)."""
+    try:
+        system = experiment.build_system(name, config)
+    except Exception as exc:  # info must still print the rest
+        return f"<cannot build: {type(exc).__name__}: {exc}>"
+    return textwrap.shorten(repr(system), 200, placeholder=" …")
 
 
 def _spec_or_usage_error(slug: str) -> MethodSpec:
@@ -101,18 +128,23 @@ def _parse_overrides(pairs: Sequence[str]) -> dict:
         raise UsageError(str(exc)) from None
 
 
+TABLE_CLAIM_WIDTH = 56  # keeps the end-of-run table within 120 columns; REPORT.md has the whole text
+HEARTBEAT_S = 30.0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from neurips26.bench.progress import progress_enabled
     from neurips26.bench.runner import default_run_dir, run_experiment
     from neurips26.core.device import set_default_device
     from neurips26.report import build_report
-    from neurips26.report.tables import SUMMARY_HEADER, VERDICT_MARK, summary_rows
+    from neurips26.report.tables import SUMMARY_HEADER, VERDICT_LEGEND, VERDICT_MARK, summary_rows
 
     specs = _selected_specs(args.methods)
     overrides = _parse_overrides(args.set)
     if overrides and len(specs) != 1:
         raise UsageError("--set applies to one method's config: name exactly one method")
     try:
-        set_default_device(args.device)
+        device = set_default_device(args.device)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     experiments = []
@@ -125,9 +157,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(f"{spec.slug}: {exc}") from None
         experiments.append((spec, experiment))
 
-    out = Path(args.out) if args.out else default_run_dir()
+    out = Path(args.out) if args.out else default_run_dir(args.profile)
+    command = "neurips26 " + " ".join(args.argv)
+    budgets = [experiment.profile(args.profile).budget_s for _, experiment in experiments]
+    print(
+        f"run folder {out}: {len(experiments)} method(s), budget about {sum(budgets) / 60:.0f} min",
+        flush=True,
+    )
     results, errored, failed_claims = [], False, False
-    overall = _methods_bar([experiment.profile(args.profile).budget_s for _, experiment in experiments])
+    overall = _methods_bar(budgets)
     for spec, experiment in experiments:
         overall.set_description(spec.slug)
         try:
@@ -141,7 +179,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 force=args.force,
                 executor=args.executor,
                 jobs=args.jobs,
+                device=device,
+                command=command,
+                heartbeat_s=None if progress_enabled() else HEARTBEAT_S,
             )
+        except KeyboardInterrupt:
+            overall.close()
+            raise
         except Exception as exc:  # the runner already isolates cells; this is setup failing
             print(f"{spec.slug}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
             errored = True
@@ -152,15 +196,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         verdicts = " ".join(VERDICT_MARK[c["reproduced"]] for c in result["claims"])
         print(
             f"{spec.slug}: {info['status']} in {info['wall_s']:.1f}s "
-            f"({info['resumed_cells']} cells resumed); claims {verdicts}"
+            f"({info['resumed_cells']} cells resumed); claims {verdicts}",
+            flush=True,
         )
+        if args.publish:
+            print(f"{spec.slug}: published {publish_result(result)}")
         errored |= info["status"] != "ok"
         failed_claims |= any(c["reproduced"] == "false" for c in result["claims"])
     overall.close()
     if results:
         report = build_report(out)
         print()
-        _print_table(SUMMARY_HEADER, summary_rows(results))
+        _print_table(SUMMARY_HEADER, summary_rows(results, claim_width=TABLE_CLAIM_WIDTH))
+        print(f"\n{VERDICT_LEGEND}")
         print(f"\nresults: {out}   report: {report}")
     if errored:
         return EXIT_METHOD_ERROR
@@ -182,22 +230,55 @@ def _methods_bar(budgets: Sequence[float]) -> Any:
     )
 
 
+def publish_result(result: dict, root: str | Path = RESULTS_ROOT) -> Path:
+    """Copy a method's result to ``results/<slug>/<profile>.json`` (the committed provenance)."""
+    from neurips26.core.files import atomic_write_json
+
+    info = result["run_info"]
+    return atomic_write_json(Path(root) / info["slug"] / f"{info['profile']}.json", result)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from neurips26.bench.results import ResultsFileError, find_results, read_result
     from neurips26.report import build_report, refresh_method_readme
 
     try:
+        if args.readme is not None:
+            return _refresh_readmes(args.readme or [spec.slug for spec in METHODS], args.profile)
+        if not args.run_dir:
+            raise UsageError("report needs RUN_DIR, or --readme [SLUG ...]")
         print(build_report(args.run_dir))
         if args.readmes:
             for path in find_results(args.run_dir):
                 result = read_result(path)
-                slug = result["run_info"]["slug"]
-                readme = Path(__file__).parent / "methods" / slug / "README.md"
-                command = f"neurips26 run {slug} --profile {result['run_info']['profile']}"
-                if readme.is_file() and refresh_method_readme(readme, result, command):
+                readme = method_readme(result["run_info"]["slug"])
+                if readme.is_file() and refresh_method_readme(readme, result):
                     print(f"refreshed {readme}")
     except (ResultsFileError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+def method_readme(slug: str) -> Path:
+    return Path(__file__).parent / "methods" / slug / "README.md"
+
+
+def _refresh_readmes(slugs: Sequence[str], profile: str) -> int:
+    """Rewrite each method README's results block from ``results/<slug>/<profile>.json``."""
+    from neurips26.bench.results import read_result
+    from neurips26.report import refresh_method_readme
+
+    for slug in slugs:
+        _spec_or_usage_error(slug)
+        path = RESULTS_ROOT / slug / f"{profile}.json"
+        if not path.is_file():
+            print(f"{slug}: no {path} (run: neurips26 run {slug} --profile {profile} --publish)")
+            continue
+        readme = method_readme(slug)
+        if refresh_method_readme(readme, read_result(path)):
+            print(f"{slug}: refreshed {readme} from {path}")
+        else:
+            print(f"{slug}: {readme} has no results markers")
     return EXIT_OK
 
 
@@ -231,15 +312,20 @@ def build_parser() -> argparse.ArgumentParser:
         "methods", nargs="*", metavar="SLUG", help=f"'all' (default) or some of: {' '.join(SLUGS)}"
     )
     run.add_argument("--profile", choices=("smoke", "default", "full"), default="default")
-    run.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the profile's)")
-    run.add_argument("--out", default=None, help="run folder (default runs/<timestamp>)")
+    run.add_argument(
+        "--seeds", type=_positive_int, default=None, help="seeds per cell (default: the profile's)"
+    )
+    run.add_argument("--out", default=None, help="run folder (default runs/<profile>; rerunning resumes it)")
+    run.add_argument(
+        "--publish", action="store_true", help="also write results/<slug>/<profile>.json (committed results)"
+    )
     run.add_argument("--force", action="store_true", help="recompute cells that are already saved")
     run.add_argument("--strict", action="store_true", help="exit 3 when a claim is not reproduced")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     run.add_argument("--executor", choices=("local", "ray"), default="local")
     run.add_argument(
         "--jobs",
-        type=int,
+        type=_positive_int,
         default=min(2, os.cpu_count() or 1),
         help="worker processes of the local executor (default: up to 2)",
     )
@@ -247,7 +333,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     report = sub.add_parser("report", help="rebuild REPORT.md and figures from a run folder")
-    report.add_argument("run_dir")
+    report.add_argument("run_dir", nargs="?")
+    report.add_argument(
+        "--readme",
+        nargs="*",
+        metavar="SLUG",
+        default=None,
+        help="rewrite these methods' README results blocks from results/<slug>/<profile>.json (all if none)",
+    )
+    report.add_argument("--profile", default="default", help="which committed results --readme reads")
     report.add_argument(
         "--readmes",
         action="store_true",
@@ -262,6 +356,16 @@ def build_parser() -> argparse.ArgumentParser:
         tool.add_argument("tool_args", nargs=argparse.REMAINDER)
         tool.set_defaults(func=_tool_main(name, module))
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def _tool_main(name: str, module: str) -> Any:
@@ -286,10 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_tool_command(argv[0], argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "seeds", None) is not None and args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    if getattr(args, "jobs", 1) < 1:
-        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    args.argv = argv
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
     except UsageError as exc:
@@ -297,7 +399,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(
-            "neurips26: interrupted; finished cells are saved, rerun the same command to resume",
+            "neurips26: interrupted; finished cells are saved. Resume with: neurips26 " + " ".join(argv),
             file=sys.stderr,
         )
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM ends a run the way Ctrl-C does: saved cells stay, the resume command is printed."""
+    raise KeyboardInterrupt

@@ -42,7 +42,6 @@ class MethodSpec:
     claim: str
     extras: tuple[str, ...] = ()
     experiment: str | None = None  # "module:ATTRIBUTE"; None while the method is planned
-    estimate_s: float | None = None  # default-profile wall time on 2 cores, measured
 
     def missing_extras(self) -> list[str]:
         return [e for e in self.extras if not all(_importable(m) for m in EXTRA_IMPORTS.get(e, ()))]
@@ -108,7 +107,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines at equal budget.",
         extras=("llm",),
         experiment="neurips26.methods.spectralkv.experiment:EXPERIMENT",
-        estimate_s=1200,
     ),
     _M(
         "sprepe",
@@ -118,7 +116,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "Householder-reflection position encoding beats other PEs for attention on the sphere.",
         extras=("vision",),
         experiment="neurips26.methods.sprepe.experiment:EXPERIMENT",
-        estimate_s=700,
     ),
     _M(
         "sad",
@@ -135,7 +132,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "Per-token FP8 latent cache with BF16 RoPE keeps MLA accuracy at FP8 cost.",
         extras=("llm",),
         experiment="neurips26.methods.snapmla.experiment:EXPERIMENT",
-        estimate_s=150,
     ),
     _M(
         "semfas",
@@ -153,7 +149,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "for additive and non-additive hybrids.",
         extras=("sciml",),
         experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT",
-        estimate_s=240,
     ),
     _M(
         "semanticdialect",
@@ -185,7 +180,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "mixed precision at equal average bits.",
         extras=("llm", "quant"),
         experiment="neurips26.methods.scalebits.experiment:EXPERIMENT",
-        estimate_s=900,
     ),
     _M(
         "stparopt",
@@ -223,7 +217,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "Derived SOL bounds cover the programs exactly and are never violated by measurements.",
         extras=("sol",),
         experiment="neurips26.methods.solar.experiment:EXPERIMENT",
-        estimate_s=60,
     ),
     _M(
         "solexecbench",
@@ -233,7 +226,6 @@ METHODS: tuple[MethodSpec, ...] = (
         "Scoring kernels against SOL exposes headroom that speedup scores hide.",
         extras=("sol",),
         experiment="neurips26.methods.solexecbench.experiment:EXPERIMENT",
-        estimate_s=540,
     ),
 )
 del _M

@@ -15,17 +15,17 @@ def test_run_writes_result_with_claims_and_cells(tmp_path) -> None:
     result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="default")
     saved = read_result(tmp_path / "toy")
     assert saved["run_info"]["status"] == "ok"
-    assert len(saved["cells"]) == 2 * 3 * 5
+    assert len(saved["cells"]) == 2 * 4 * 5
     assert {c["point"]["outlier_fraction"] for c in saved["cells"]} == {0.05, 0.2}
     check = {c["point"]["outlier_fraction"]: c for c in result["claims"][0]["checks"]}
     assert check[0.2]["reproduced"] == "true"  # the median clearly wins at 20% contamination
-    assert len(list((tmp_path / "toy" / "cells").glob("*.json"))) == 30
+    assert len(list((tmp_path / "toy" / "cells").glob("*.json"))) == 40
 
 
 def test_rerun_resumes_every_cell_with_identical_numbers(tmp_path) -> None:
     first = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
     second = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
-    assert second["run_info"]["resumed_cells"] == 9
+    assert second["run_info"]["resumed_cells"] == 20
     assert first["systems"] == second["systems"]
     forced = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", force=True)
     assert forced["run_info"]["resumed_cells"] == 0
@@ -37,7 +37,7 @@ def test_interrupted_run_recomputes_only_missing_or_corrupt_cells(tmp_path) -> N
     cells[0].unlink()  # as if killed before this cell finished
     cells[1].write_text('{"schema": "neurips26.cell/1", "sys')  # a truncated file from a crash
     again = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
-    assert again["run_info"]["resumed_cells"] == 7
+    assert again["run_info"]["resumed_cells"] == 18
     assert read_cell(cells[1])["status"] == "ok"
 
 
@@ -56,8 +56,10 @@ def test_a_failing_system_is_recorded_and_the_others_still_run(tmp_path) -> None
     assert result["run_info"]["status"] == "error"
     assert all("asked to fail" in e for e in result["run_info"]["errors"])
     ok = [c for c in result["cells"] if c["status"] == "ok"]
-    assert {c["system"] for c in ok} == {"median", "trimmed"}
-    assert result["claims"][0]["checks"][0]["best_baseline"] == "trimmed"
+    assert {c["system"] for c in ok} == {"median", "trimmed", "zero"}
+    # never judged against the weaker baseline that is left: the claim says what is missing
+    claim = result["claims"][0]
+    assert claim["reproduced"] == "inconclusive" and claim["reason"] == "missing mean"
 
 
 def test_not_applicable_cells_are_neither_errors_nor_compared(tmp_path) -> None:
@@ -70,7 +72,7 @@ def test_not_applicable_cells_are_neither_errors_nor_compared(tmp_path) -> None:
     again = run_experiment(
         TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", overrides={"skip_system": "trimmed"}
     )
-    assert again["run_info"]["resumed_cells"] == 9
+    assert again["run_info"]["resumed_cells"] == 20
 
 
 def test_parallel_jobs_give_the_numbers_of_one_process(tmp_path) -> None:
@@ -134,3 +136,54 @@ def test_claim_where_restricts_the_verdict_to_listed_grid_points(tmp_path) -> No
     assert [c["point"] for c in checks] == [{"outlier_fraction": 0.2}]
     assert result["claims"][0]["where"] == {"outlier_fraction": [0.2]}
     assert claim.covers({"outlier_fraction": 0.2}) and not claim.covers({"outlier_fraction": 0.05})
+
+
+def test_a_nan_on_a_claimed_metric_is_a_visible_failure(tmp_path) -> None:
+    result = run_experiment(
+        TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", overrides={"nan_system": "median"}
+    )
+    nan_cells = [c for c in result["cells"] if c["status"] == "nan"]
+    assert {c["system"] for c in nan_cells} == {"median"} and len(nan_cells) == 5
+    assert result["run_info"]["cell_status"]["nan"] == 5 and result["run_info"]["status"] == "error"
+    assert result["claims"][0]["reason"] == "missing median"
+
+
+def test_a_control_that_passes_makes_the_claim_vacuous(tmp_path) -> None:
+    result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
+    controlled = result["claims"][1]
+    assert controlled["checks"][0]["ours_mean"] < controlled["checks"][0]["baseline_mean"]  # ours did win
+    assert controlled["reproduced"] == "vacuous" and "zero" in controlled["reason"]
+    assert controlled["checks"][0]["controls"] == {"zero": "true"}
+
+
+def test_dotted_overrides_reach_the_nested_method_config(tmp_path) -> None:
+    result = run_experiment(
+        TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", overrides={"method.trim_quantile": 0.0}
+    )
+    assert result["run_info"]["config"]["method"] == {"trim_quantile": 0.0}
+    trimmed = result["systems"]["trimmed"]["points"][0]["values"]["abs_error"]
+    mean = result["systems"]["mean"]["points"][0]["values"]["abs_error"]
+    assert trimmed == pytest.approx(mean)  # trimming nothing is the plain mean: the factory used the config
+    with pytest.raises(ValueError, match=r"valid keys: .*method\.trim_quantile"):
+        run_experiment(TOY_EXPERIMENT, REF, tmp_path / "bad", profile="smoke", overrides={"method.nope": 1})
+
+
+def test_each_cell_records_its_device_and_the_run_its_command(tmp_path) -> None:
+    result = run_experiment(
+        TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", device="cuda", command="neurips26 run toy"
+    )
+    # the toy declares devices=("cpu",): asked for CUDA, its cells say where they really ran
+    assert {c["device"] for c in result["cells"]} == {"cpu"}
+    assert result["run_info"]["command"] == "neurips26 run toy"
+
+
+def test_heartbeat_prints_progress_lines(tmp_path, capsys) -> None:
+    from neurips26.bench.progress import Heartbeat
+
+    with Heartbeat("toy", total=4, budget_s=10, every_s=0.01) as beat:
+        beat.done = 1
+        import time
+
+        time.sleep(0.05)
+    out = capsys.readouterr().out
+    assert "toy: 1/4 cells" in out and "ETA" in out

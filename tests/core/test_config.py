@@ -106,3 +106,30 @@ class WithFactory:
 
 def test_plain_dataclass_fields_without_source_are_allowed() -> None:
     assert field_sources(WithFactory) == {"values": ""}
+
+
+def test_nested_configs_take_dotted_overrides_and_list_valid_keys() -> None:
+    from dataclasses import dataclass
+
+    from neurips26.core.config import apply_overrides, config_hash, dotted_keys, field_sources, nested, param
+
+    @dataclass
+    class Inner:
+        rank: int = param(4, "paper")
+
+    @dataclass
+    class Outer:
+        method: Inner = nested(Inner, "the method's defaults")
+        steps: int = param(10, "ours")
+
+    outer = apply_overrides(Outer(), {"method.rank": 8, "steps": 3})
+    assert outer == Outer(Inner(8), 3) and isinstance(outer.method, Inner)
+    assert dotted_keys(Outer) == ["method.rank", "steps"]
+    assert field_sources(Outer)["method.rank"] == "paper"
+    assert config_hash(outer) != config_hash(Outer())
+    with pytest.raises(ValueError, match=r"valid keys: \['method\.rank', 'steps'\]"):
+        apply_overrides(Outer(), {"method.nope": 1})
+    with pytest.raises(ValueError, match="not a nested config"):
+        apply_overrides(Outer(), {"steps.x": 1})
+    with pytest.raises(TypeError, match=r"method\.rank must be an integer"):
+        apply_overrides(Outer(), {"method.rank": "big"})

@@ -34,11 +34,11 @@ def test_readme_results_region_is_replaced_between_markers(tmp_path) -> None:
     result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nafter\n")
-    assert refresh_method_readme(readme, result, "neurips26 run toy")
+    assert refresh_method_readme(readme, result)
     text = readme.read_text()
     assert "old" not in text and "neurips26 run toy" in text and text.endswith("after\n")
     (tmp_path / "plain.md").write_text("no markers")
-    assert not refresh_method_readme(tmp_path / "plain.md", result, "x")
+    assert not refresh_method_readme(tmp_path / "plain.md", result)
 
 
 def test_pareto_figure_plots_the_headline_against_a_cost_metric(tmp_path) -> None:

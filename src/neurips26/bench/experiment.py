@@ -16,6 +16,7 @@ from neurips26.core.config import apply_overrides
 
 Goal = Literal["min", "max"]
 ClaimKind = Literal["better", "noninferior"]
+MarginScale = Literal["relative", "absolute"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class Claim:
     ``kind="better"`` asks that ours beat the best baseline (the 95% CI of the difference excludes zero on
     the good side). ``kind="noninferior"`` asks that ours be no worse than the best baseline by more than
     ``margin`` (relative to the baseline's mean), e.g. "comparable prediction error".
+    ``margin_source`` says where a noninferiority margin comes from ("paper, Sec. 5" or "ours: why");
+    ``margin_scale="absolute"`` reads the margin in the metric's unit (for rates whose baseline may be 0).
+    ``controls`` are naive systems that must not satisfy the claim: when ours passes and a control passes
+    too, the claim shows nothing about the method and its verdict is ``vacuous``.
     ``per_point=True`` checks the claim at every grid point and reproduces only if all do.
     ``where`` restricts the claim to grid points whose values are listed, e.g.
     ``{"keep_ratio": (0.125, 0.0625)}`` for a claim made only at aggressive compression.
@@ -50,6 +55,9 @@ class Claim:
     versus: tuple[str, ...]
     kind: ClaimKind = "better"
     margin: float = 0.0
+    margin_source: str = ""
+    margin_scale: MarginScale = "relative"
+    controls: tuple[str, ...] = ()
     per_point: bool = True
     where: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
@@ -62,10 +70,27 @@ class Claim:
             raise ValueError(f"Claim.kind must be 'better' or 'noninferior', got {self.kind!r}")
         if self.margin < 0:
             raise ValueError(f"Claim.margin must be >= 0, got {self.margin}")
+        if self.kind == "noninferior" and not (self.margin > 0 and self.margin_source.strip()):
+            # margin 0 can never be shown on an exact tie, and a margin without a source is a free knob
+            raise ValueError(
+                f"Claim {self.text!r}: kind='noninferior' needs margin > 0 and a margin_source "
+                f"(got margin={self.margin}, margin_source={self.margin_source!r})"
+            )
+        if self.margin_scale not in ("relative", "absolute"):
+            raise ValueError(
+                f"Claim.margin_scale must be 'relative' or 'absolute', got {self.margin_scale!r}"
+            )
+        if self.kind == "better" and self.margin != 0:
+            raise ValueError(f"Claim {self.text!r}: margin applies to kind='noninferior' only")
         if not self.versus:
             raise ValueError("Claim.versus must name at least one baseline")
         if self.ours in self.versus:
             raise ValueError(f"Claim.versus must not contain ours ({self.ours!r})")
+        if self.ours in self.controls:
+            raise ValueError(f"Claim.controls must not contain ours ({self.ours!r})")
+        for name in ("versus", "controls"):
+            if isinstance(getattr(self, name), str):
+                raise TypeError(f"Claim.{name} must be a tuple of system names, got a string")
 
 
 @dataclass(frozen=True)
@@ -136,6 +161,8 @@ class Experiment:
     ours: the name of our system (the one drawn thicker in figures).
     pareto_x: optional cost metric (e.g. measured bits per weight); the report then also plots the
         headline metric against it, one curve per system (a Pareto figure).
+    devices: the torch devices ``run`` honours (``neurips26.core.device.default_device()``); a run asked
+        for another device falls back to the first one listed and the cell records where it ran.
     """
 
     slug: str
@@ -147,6 +174,7 @@ class Experiment:
     run: RunFunction
     ours: str
     pareto_x: str | None = None
+    devices: tuple[str, ...] = ("cpu",)
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]
@@ -154,12 +182,16 @@ class Experiment:
             raise ValueError(f"{self.slug}: duplicate metric names in {names}")
         if self.pareto_x is not None and self.pareto_x not in names:
             raise ValueError(f"{self.slug}: pareto_x {self.pareto_x!r} not in metrics {names}")
+        if not self.devices or set(self.devices) - {"cpu", "cuda"}:
+            raise ValueError(
+                f"{self.slug}: devices must be a non-empty subset of ('cpu', 'cuda'), got {self.devices}"
+            )
         if self.ours not in self.systems:
             raise ValueError(f"{self.slug}: ours={self.ours!r} is not among systems {list(self.systems)}")
         for claim in self.claims:
             if claim.metric not in names:
                 raise ValueError(f"{self.slug}: claim metric {claim.metric!r} not in metrics {names}")
-            for system in (claim.ours, *claim.versus):
+            for system in (claim.ours, *claim.versus, *claim.controls):
                 if system not in self.systems:
                     raise ValueError(f"{self.slug}: claim names unknown system {system!r}")
         for required in ("smoke", "default"):
@@ -185,10 +217,19 @@ class Experiment:
         return list(profile.systems) if profile.systems else list(self.systems)
 
     def config_for(self, profile: Profile, point: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
-        """Default config, then the profile's overrides, then the user's ``--set``, then the grid point."""
+        """Default config, then the profile's overrides, then the user's ``--set``, then the grid point.
+
+        Keys may be dotted (``method.pool_factor``) to reach a nested config.
+        """
         config = self.config_cls()
         config = apply_overrides(config, {**profile.overrides, **overrides})
         return apply_overrides(config, point) if point else config
+
+    def build_system(self, name: str, config: Any) -> Any:
+        """The system ``name`` built from ``config`` by its factory."""
+        if name not in self.systems:
+            raise ValueError(f"{self.slug}: unknown system {name!r}; systems: {list(self.systems)}")
+        return self.systems[name](config)
 
     def with_profile(self, name: str, profile: Profile) -> Experiment:
         """A copy with one profile replaced (handy in tests)."""

@@ -10,14 +10,15 @@ import hashlib
 import math
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from neurips26.bench.experiment import Experiment, NotApplicable, Profile
-from neurips26.bench.progress import TqdmProgress
+from neurips26.bench.progress import Heartbeat, TqdmProgress
 from neurips26.bench.results import (
     CELL_SCHEMA,
     RESULT_SCHEMA,
@@ -33,6 +34,7 @@ from neurips26.core.measure import measured
 from neurips26.core.seeding import seed_everything
 
 EXECUTORS = ("local", "ray")
+CELL_STATES = ("ok", "nan", "error", "n/a")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class CellTask:
     profile: Profile  # carried whole, so a worker runs exactly the profile the driver planned
     overrides: dict = field(default_factory=dict)
     threads: int = 1
+    device: str = "cpu"
 
     @property
     def cell_id(self) -> str:
@@ -72,6 +75,7 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     experiment = experiment or load_experiment(task.experiment_ref)
     profile = task.profile
     config = experiment.config_for(profile, task.point, task.overrides)
+    device = _cell_device(experiment, task.device)
     cell: dict[str, Any] = {
         "schema": CELL_SCHEMA,
         "system": task.system,
@@ -81,15 +85,21 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
         "status": "ok",
         "metrics": {},
         "error": None,
+        "device": device,
     }
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(task.threads)  # results must not depend on the executor's thread count
     try:
-        with measured() as cost:
+        with measured() as cost, _device_for_run(device):
             seed_everything(task.seed)
-            system = experiment.systems[task.system](config)
+            system = experiment.build_system(task.system, config)
             metrics = experiment.run(system, config, profile, task.seed, progress or TqdmProgress(False))
         cell["metrics"], cell["nonfinite"] = _checked_metrics(experiment, metrics)
+        claimed = {claim.metric for claim in experiment.claims}
+        bad = sorted(claimed & set(cell["nonfinite"]))
+        if bad:  # a NaN on a claimed metric is a visible failure, never a silently missing pair
+            cell["status"] = "nan"
+            cell["error"] = f"non-finite claimed metric(s) {bad}"
     except NotApplicable as reason:
         cell["status"] = "n/a"
         cell["error"] = str(reason)
@@ -102,6 +112,29 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     cell["wall_s"] = cost.seconds if "cost" in locals() else None
     cell["peak_rss_mb"] = cost.peak_rss_mb if "cost" in locals() else None
     return cell
+
+
+def _cell_device(experiment: Experiment, requested: str) -> str:
+    """The device a cell runs on: the one asked for when the experiment supports it, else its first."""
+    return requested if requested in experiment.devices else experiment.devices[0]
+
+
+@contextmanager
+def _device_for_run(device: str) -> Iterator[None]:
+    """Make ``default_device()`` answer ``device`` inside the cell (worker processes included)."""
+    import os
+
+    from neurips26.core.device import DEVICE_ENV
+
+    previous = os.environ.get(DEVICE_ENV)
+    os.environ[DEVICE_ENV] = device
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DEVICE_ENV, None)
+        else:
+            os.environ[DEVICE_ENV] = previous
 
 
 def _checked_metrics(
@@ -131,10 +164,11 @@ def plan_cells(
     seeds: int,
     overrides: Mapping,
     threads: int,
+    device: str = "cpu",
 ) -> list[CellTask]:
     """Every cell of the profile, in a fixed order (grid point, system, seed)."""
     return [
-        CellTask(experiment_ref, system, point, seed, profile, dict(overrides), threads)
+        CellTask(experiment_ref, system, point, seed, profile, dict(overrides), threads, device)
         for point in profile.points()
         for system in experiment.system_names(profile)
         for seed in range(seeds)
@@ -149,7 +183,7 @@ def _saved_cell(path: Path, expected_hash: str) -> dict | None:
         cell = read_cell(path)
     except ResultsFileError:
         return None
-    if cell["config_hash"] != expected_hash or cell["status"] not in ("ok", "n/a"):
+    if cell["config_hash"] != expected_hash or cell["status"] not in ("ok", "n/a", "nan"):
         return None
     return cell
 
@@ -172,10 +206,18 @@ def _execute_local(
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn, not fork: forking a process that has started torch's thread pools can deadlock.
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
         futures = {pool.submit(execute_cell, task): task for task in tasks}
         for future in progress.loop(as_completed(futures), total=len(futures), desc=desc):
             on_done(futures[future], future.result())
+    except BaseException:
+        # Ctrl-C / SIGTERM: drop queued cells and stop the workers, so no semaphore is left behind
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        raise
+    pool.shutdown(wait=True)
 
 
 def _execute_ray(tasks: list[CellTask], on_done: Callable[[CellTask, dict], None]) -> None:
@@ -208,11 +250,16 @@ def run_experiment(
     executor: str = "local",
     threads: int = 1,
     jobs: int = 1,
+    device: str = "cpu",
+    command: str | None = None,
+    heartbeat_s: float | None = None,
 ) -> dict:
     """Run every cell of ``profile`` (resuming), then aggregate and save ``out_dir/result.json``.
 
     ``jobs`` worker processes run cells side by side for the local executor; every cell runs on
-    ``threads`` torch threads whatever the executor, so the numbers do not depend on either.
+    ``threads`` torch threads whatever the executor, so the numbers do not depend on either. ``device``
+    is where cells run when the experiment supports it; ``command`` is recorded for provenance;
+    ``heartbeat_s`` prints a progress line that often (for logs without a terminal).
     Raises ``ValueError`` for a bad profile, seed count, executor or override before any cell runs.
     """
     if executor not in EXECUTORS:
@@ -230,7 +277,7 @@ def run_experiment(
 
     out = Path(out_dir)
     cells_dir = out / "cells"
-    tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads)
+    tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads, device)
     cells: dict[str, dict] = {}
     pending: list[CellTask] = []
     for task in tasks:
@@ -247,10 +294,16 @@ def run_experiment(
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.perf_counter()
-    if executor == "ray":
-        _execute_ray(pending, save)
-    else:
-        _execute_local(pending, experiment, save, desc=experiment.slug, jobs=jobs)
+    with Heartbeat(experiment.slug, len(pending), chosen.budget_s, heartbeat_s) as beat:
+
+        def save_and_count(task: CellTask, cell: dict) -> None:
+            save(task, cell)
+            beat.done += 1
+
+        if executor == "ray":
+            _execute_ray(pending, save_and_count)
+        else:
+            _execute_local(pending, experiment, save_and_count, desc=experiment.slug, jobs=jobs)
     ordered = [cells[task.cell_id] for task in tasks]
     result = aggregate(experiment, chosen, ordered, base_config, n_seeds)
     result["run_info"].update(
@@ -260,6 +313,8 @@ def run_experiment(
         resumed_cells=len(tasks) - len(pending),
         jobs=jobs if executor == "local" else None,
         overrides=overrides,
+        device=device,
+        command=command,
     )
     result["meta_info"] = meta_info()
     atomic_write_json(out / "result.json", result)
@@ -283,6 +338,7 @@ def aggregate(
                 {
                     "point": point,
                     "seeds": [c["seed"] for c in mine],
+                    "status": {state: sum(c["status"] == state for c in mine) for state in CELL_STATES},
                     "values": values,
                     "summary": {metric: summarize(vals) for metric, vals in values.items()},
                 }
@@ -291,7 +347,7 @@ def aggregate(
     errors = [
         f"{c['system']} {point_key(c['point'])} seed {c['seed']}: {c['error']}"
         for c in cells
-        if c["status"] == "error"
+        if c["status"] in ("error", "nan")
     ]
     return {
         "schema": RESULT_SCHEMA,
@@ -304,6 +360,7 @@ def aggregate(
             "config_hash": config_hash(base_config),
             "status": "ok" if not errors else "error",
             "errors": errors,
+            "cell_status": {state: sum(c["status"] == state for c in cells) for state in CELL_STATES},
             "ours": experiment.ours,
             "pareto_x": experiment.pareto_x,
             "cells_wall_s": sum(c.get("wall_s") or 0.0 for c in cells),
@@ -318,51 +375,96 @@ def aggregate(
 
 
 def _values_by_key(cells: list[dict], system: str, metric: str, point: dict | None) -> dict[Any, float]:
-    """Metric values of one system keyed for pairing: by seed at a point, by (point, seed) when pooled."""
+    """Metric values of one system keyed for pairing: by seed at a point, by (point, seed) when pooled.
+
+    A cell that errored or produced a NaN appears as a NaN, so it is counted as a missing pair."""
     out: dict[Any, float] = {}
     for c in cells:
-        if c["system"] != system or c["status"] != "ok" or c["metrics"].get(metric) is None:
+        if c["system"] != system or c["status"] == "n/a" or (point is not None and c["point"] != point):
             continue
-        if point is None:
-            out[(point_key(c["point"]), c["seed"])] = c["metrics"][metric]
-        elif c["point"] == point:
-            out[c["seed"]] = c["metrics"][metric]
+        value = c["metrics"].get(metric) if c["status"] == "ok" else None
+        key = (point_key(c["point"]), c["seed"]) if point is None else c["seed"]
+        out[key] = math.nan if value is None else value
     return out
 
 
+def _not_applicable(cells: list[dict], system: str, point: dict | None) -> bool:
+    """Whether every cell of ``system`` (at ``point``) said the system does not apply there."""
+    mine = [c for c in cells if c["system"] == system and (point is None or c["point"] == point)]
+    return bool(mine) and all(c["status"] == "n/a" for c in mine)
+
+
+def _check_point(claim: Any, goal: str, cells: list[dict], point: dict | None, versus: list[str]) -> dict:
+    """One claim at one point: ours vs the best applicable baseline, then every control the same way."""
+    applicable = [name for name in versus if not _not_applicable(cells, name, point)]
+    baselines = {name: _values_by_key(cells, name, claim.metric, point) for name in applicable}
+    options = {
+        "goal": goal,
+        "kind": claim.kind,
+        "margin": claim.margin,
+        "margin_scale": claim.margin_scale,
+        "point": point or {},
+    }
+    ours = _values_by_key(cells, claim.ours, claim.metric, point)
+    check = check_claim_at(ours, baselines, ours_name=claim.ours, **options)
+    for control in claim.controls:
+        rivals = {name: values for name, values in baselines.items() if name != control}
+        control_check = check_claim_at(
+            _values_by_key(cells, control, claim.metric, point), rivals, ours_name=control, **options
+        )
+        check.controls[control] = control_check.reproduced
+    passing = [name for name, verdict in check.controls.items() if verdict == "true"]
+    if check.reproduced == "true" and passing:
+        check.reproduced = "vacuous"
+        check.reason = f"control {', '.join(passing)} passes too"
+    return check.to_dict()
+
+
 def evaluate_claim(experiment: Experiment, profile: Profile, claim: Any, cells: list[dict]) -> dict:
-    """The claim's verdict per grid point (or pooled), with the best baseline and a paired bootstrap CI."""
+    """The claim's verdict per grid point (or pooled): ours vs the best baseline, with its controls."""
     goal = experiment.metric(claim.metric).goal
     present = set(experiment.system_names(profile))
     versus = [name for name in claim.versus if name in present]
+    absent = [name for name in (claim.ours, *claim.versus, *claim.controls) if name not in present]
     covered = [p for p in profile.points() if claim.covers(p)]
     points: list[dict | None] = list(covered) if claim.per_point else ([None] if covered else [])
     cells = [c for c in cells if claim.covers(c["point"])]
-    checks = []
-    for point in points:
-        ours = _values_by_key(cells, claim.ours, claim.metric, point)
-        baselines = {name: _values_by_key(cells, name, claim.metric, point) for name in versus}
-        check = check_claim_at(
-            ours, baselines, goal=goal, kind=claim.kind, margin=claim.margin, point=point or {}
-        )
-        checks.append(check.to_dict())
-    runnable = claim.ours in present and bool(versus)
+    checks = [_check_point(claim, goal, cells, point, versus) for point in points]
+    reproduced = combine_verdicts([c["reproduced"] for c in checks])
+    reason = None
+    if absent:  # a profile that leaves out a named system cannot judge the claim
+        reproduced, reason = "inconclusive", "missing " + ", ".join(absent) + " (not in this profile)"
+    elif not checks:
+        reproduced, reason = "inconclusive", "no grid point covered"
     return {
         "text": claim.text,
         "metric": claim.metric,
         "goal": goal,
         "kind": claim.kind,
         "margin": claim.margin,
+        "margin_source": claim.margin_source,
+        "margin_scale": claim.margin_scale,
         "ours": claim.ours,
         "versus": versus,
+        "controls": list(claim.controls),
         "where": {key: list(values) for key, values in claim.where.items()},
         "checks": checks,
-        "reproduced": combine_verdicts([c["reproduced"] for c in checks]) if runnable else "inconclusive",
+        "reproduced": reproduced,
+        "reason": reason or _first_reason(checks, reproduced),
     }
 
 
-def default_run_dir() -> Path:
-    return Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+def _first_reason(checks: list[dict], verdict: str) -> str | None:
+    """The reason of the first check that shares the combined verdict (for one-line summaries)."""
+    for check in checks:
+        if check["reproduced"] == verdict and check.get("reason"):
+            return check["reason"]
+    return None
+
+
+def default_run_dir(profile: str = "default") -> Path:
+    """``runs/<profile>``: one stable folder per profile, so rerunning an interrupted run resumes it."""
+    return Path("runs") / profile
 
 
 __all__ = [

@@ -41,15 +41,55 @@ def param(default: Any, source: str, **field_kwargs: Any) -> Any:
     return dataclasses.field(default=default, metadata=metadata, **field_kwargs)
 
 
+def nested(config_cls: type, source: str) -> Any:
+    """Declare a field holding another config (e.g. the method's own config inside an experiment's).
+
+    Its default is ``config_cls()``; ``--set field.key=value`` reaches the inner fields.
+    """
+    _require_dataclass_type(config_cls)
+    if not source:
+        raise ValueError("nested(source=...) must say where the default comes from")
+    return dataclasses.field(default_factory=config_cls, metadata={_SOURCE_KEY: source})
+
+
 def _require_dataclass_type(config_cls: type) -> None:
     if not (isinstance(config_cls, type) and dataclasses.is_dataclass(config_cls)):
         raise TypeError(f"config class must be a dataclass type, got {config_cls!r}")
 
 
 def field_sources(config_cls: type) -> dict[str, str]:
-    """Map each field name to the source its default cites ("" when undeclared)."""
+    """Map each field name to the source its default cites ("" when undeclared); nested configs appear
+    as dotted keys (``method.pool_factor``)."""
     _require_dataclass_type(config_cls)
-    return {f.name: f.metadata.get(_SOURCE_KEY, "") for f in dataclasses.fields(config_cls)}
+    hints = _resolved_types(config_cls)
+    sources: dict[str, str] = {}
+    for f in dataclasses.fields(config_cls):
+        inner = hints.get(f.name)
+        if _is_config_type(inner):
+            sources.update({f"{f.name}.{k}": v for k, v in field_sources(inner).items()})
+        else:
+            sources[f.name] = f.metadata.get(_SOURCE_KEY, "")
+    return sources
+
+
+def dotted_keys(config_cls: type) -> list[str]:
+    """Every key ``--set`` accepts for ``config_cls``, nested ones dotted."""
+    return list(field_sources(config_cls))
+
+
+def flatten_config(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"method": {"a": 1}, "b": 2}`` -> ``{"method.a": 1, "b": 2}`` (for tables)."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping) and value and all(isinstance(k, str) for k in value):
+            flat.update(flatten_config(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _is_config_type(annotation: Any) -> bool:
+    return isinstance(annotation, type) and dataclasses.is_dataclass(annotation)
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -111,6 +151,12 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
         item = args[0] if args else Any
         converted = [_coerce(name, v, item) for v in value]
         return tuple(converted) if origin is tuple else converted
+    if _is_config_type(annotation):
+        if isinstance(value, annotation):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a mapping of {annotation.__name__} fields, got {value!r}")
+        return config_from_dict(annotation, value, prefix=f"{name}.")
     if origin is dict or annotation is dict:
         if not isinstance(value, Mapping):
             raise TypeError(f"{name} must be a mapping, got {value!r}")
@@ -136,20 +182,23 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
     return value
 
 
-def config_from_dict(config_cls: type[ConfigT], values: Mapping[str, Any]) -> ConfigT:
+def config_from_dict(config_cls: type[ConfigT], values: Mapping[str, Any], *, prefix: str = "") -> ConfigT:
     """Build ``config_cls`` from a dict, rejecting unknown keys and ill-typed values by name.
 
-    ``__post_init__`` of the config then checks ranges, so a bad value fails here with a clear message.
+    Nested configs are given as nested dicts. ``__post_init__`` of the config then checks ranges, so a
+    bad value fails here with a clear message.
     """
     _require_dataclass_type(config_cls)
     known = {f.name for f in dataclasses.fields(config_cls)}
     unknown = sorted(set(values) - known)
     if unknown:
+        valid = [prefix + key for key in dotted_keys(config_cls)]
         raise ValueError(
-            f"unknown config key(s) {unknown} for {config_cls.__name__}; valid keys: {sorted(known)}"
+            f"unknown config key(s) {[prefix + k for k in unknown]} for {config_cls.__name__}; "
+            f"valid keys: {valid}"
         )
     hints = _resolved_types(config_cls)
-    coerced = {k: _coerce(k, v, hints.get(k, Any)) for k, v in values.items()}
+    coerced = {k: _coerce(prefix + k, v, hints.get(k, Any)) for k, v in values.items()}
     return config_cls(**coerced)
 
 
@@ -168,6 +217,29 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def apply_overrides(config: ConfigT, overrides: Mapping[str, Any]) -> ConfigT:
-    """Return a copy of ``config`` with ``overrides`` applied and re-validated."""
-    merged = {**config_to_dict(config), **dict(overrides)}
+    """Return a copy of ``config`` with ``overrides`` applied and re-validated.
+
+    A dotted key (``method.pool_factor``) sets a field of a nested config; an unknown key fails with the
+    list of valid dotted keys.
+    """
+    merged = config_to_dict(config)
+    for key, value in overrides.items():
+        _set_dotted(merged, key, value, type(config))
     return config_from_dict(type(config), merged)
+
+
+def _set_dotted(target: dict[str, Any], key: str, value: Any, config_cls: type) -> None:
+    *parents, leaf = key.split(".")
+    node = target
+    for depth, part in enumerate(parents):
+        child = node.get(part)
+        if not isinstance(child, dict):
+            valid = dotted_keys(config_cls)
+            raise ValueError(
+                f"unknown config key {key!r}: {'.'.join(parents[: depth + 1])!r} is not a nested config; "
+                f"valid keys: {valid}"
+            )
+        node = child
+    if parents and leaf not in node:
+        raise ValueError(f"unknown config key {key!r}; valid keys: {dotted_keys(config_cls)}")
+    node[leaf] = value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-_ENV = "NEURIPS26_DEVICE"
+DEVICE_ENV = "NEURIPS26_DEVICE"
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -21,10 +21,10 @@ def set_default_device(name: str) -> str:
 
         if not torch.cuda.is_available():
             raise ValueError("device='cuda' was asked for but torch sees no CUDA device")
-    os.environ[_ENV] = name
+    os.environ[DEVICE_ENV] = name
     return name
 
 
 def default_device() -> str:
     """The device experiments should put their tensors on (``cpu`` unless the run said otherwise)."""
-    return os.environ.get(_ENV, "cpu")
+    return os.environ.get(DEVICE_ENV, "cpu")

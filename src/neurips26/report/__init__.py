@@ -1,5 +1,5 @@
 """Reports rebuilt from results JSON: Markdown tables and matplotlib figures."""
 
-from neurips26.report.builder import build_report, refresh_method_readme
+from neurips26.report.builder import build_report, current_readme_block, readme_block, refresh_method_readme
 
-__all__ = ["build_report", "refresh_method_readme"]
+__all__ = ["build_report", "current_readme_block", "readme_block", "refresh_method_readme"]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from neurips26.bench.results import point_key
 
-VERDICT_MARK = {"true": "✓", "false": "✗", "inconclusive": "?"}
+VERDICT_MARK = {"true": "✓", "false": "✗", "inconclusive": "?", "vacuous": "∅"}
+VERDICT_LEGEND = (
+    "✓ reproduced, ✗ refuted, ? inconclusive (too few pairs, a missing system, or an interval across 0), "
+    "∅ vacuous (a negative control passes the claim too); — not applicable or not measured"
+)
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -40,44 +45,49 @@ def claim_cells(claim: dict) -> dict[str, str]:
         ours.append(prefix + fmt(check["ours_mean"]))
         best.append(prefix + f"{check['best_baseline'] or '—'} {fmt(check['baseline_mean'])}")
         ci = f"[{fmt(check['ci_low'], 3)}, {fmt(check['ci_high'], 3)}]" if check["ci_low"] is not None else ""
-        delta.append(prefix + f"{fmt(check['effect'], 3)} {ci} {VERDICT_MARK[check['reproduced']]}".strip())
+        n = f"n={check.get('n_pairs', 0)}"
+        why = f" ({check['reason']})" if check.get("reason") else ""
+        mark = VERDICT_MARK[check["reproduced"]]
+        delta.append(prefix + f"{fmt(check['effect'], 3)} {ci} {n} {mark}{why}".replace("  ", " ").strip())
     return {"ours": "; ".join(ours), "best": "; ".join(best), "delta": "; ".join(delta)}
 
 
-def summary_rows(results: Sequence[dict]) -> list[list[str]]:
-    """One row per method: its headline claim and verdict, wall time and status."""
+def _verdict_text(claim: dict) -> str:
+    text = VERDICT_MARK[claim["reproduced"]] + " " + claim["reproduced"]
+    return text + (f" ({claim['reason']})" if claim.get("reason") else "")
+
+
+def _min_pairs(claim: dict) -> str:
+    pairs = [check.get("n_pairs", 0) for check in claim["checks"]]
+    return str(min(pairs)) if pairs else "0"
+
+
+def summary_rows(results: Sequence[dict], *, claim_width: int | None = None) -> list[list[str]]:
+    """One row per claim of every method: verdict, fewest pairs behind it, wall time and status.
+
+    ``claim_width`` shortens the claim text (the terminal table); REPORT.md keeps it whole.
+    """
     rows = []
     for result in results:
         info = result["run_info"]
-        claim = result["claims"][0] if result["claims"] else None
-        cells = claim_cells(claim) if claim else {"ours": "—", "best": "—", "delta": "—"}
-        rows.append(
-            [
-                info["slug"],
-                claim["text"] if claim else "—",
-                claim["metric"] if claim else "—",
-                cells["ours"],
-                cells["best"],
-                cells["delta"],
-                VERDICT_MARK[claim["reproduced"]] + " " + claim["reproduced"] if claim else "—",
-                f"{info.get('wall_s', 0.0):.1f}s",
-                info["status"],
-            ]
-        )
+        for index, claim in enumerate(result["claims"] or [None]):
+            text = "—" if claim is None else claim["text"]
+            if claim_width:
+                text = textwrap.shorten(text, claim_width, placeholder="…")
+            rows.append(
+                [
+                    info["slug"] if index == 0 else "",
+                    text,
+                    "—" if claim is None else _min_pairs(claim),
+                    "—" if claim is None else _verdict_text(claim),
+                    f"{info.get('wall_s', 0.0):.0f}s" if index == 0 else "",
+                    info["status"] if index == 0 else "",
+                ]
+            )
     return rows
 
 
-SUMMARY_HEADER = (
-    "method",
-    "claim",
-    "metric",
-    "ours",
-    "best baseline",
-    "delta (95% CI)",
-    "reproduced",
-    "wall time",
-    "status",
-)
+SUMMARY_HEADER = ("method", "claim", "n", "verdict", "wall", "status")
 
 
 def systems_table(result: dict) -> str:
@@ -91,29 +101,36 @@ def systems_table(result: dict) -> str:
             summary = system["points"][index]["summary"]
             row = [f"**{name}**" if name == result["run_info"]["ours"] else name]
             for metric in metrics:
-                s = summary[metric]
-                row.append("—" if s["mean"] is None else f"{fmt(s['mean'])} ± {fmt(s['std'], 2)}")
+                row.append(_mean_cell(summary[metric]))
             rows.append(row)
         title = point_key(point["point"])
         blocks.append((f"*{title}*\n\n" if title else "") + markdown_table(["system", *metrics], rows))
     return "\n\n".join(blocks)
 
 
+def _mean_cell(summary: dict) -> str:
+    """``mean ± std (n)``; a lone value gets no spread (there is none to show)."""
+    if summary["mean"] is None:
+        return "—"
+    if summary["n"] < 2:
+        return f"{fmt(summary['mean'])} (n=1)"
+    return f"{fmt(summary['mean'])} ± {fmt(summary['std'], 2)} (n={summary['n']})"
+
+
 def claims_table(result: dict) -> str:
     rows = []
     for claim in result["claims"]:
         cells = claim_cells(claim)
-        kind = claim["kind"] + (f" (margin {claim['margin']:.0%})" if claim["kind"] == "noninferior" else "")
-        rows.append(
-            [
-                claim["text"],
-                claim["metric"],
-                kind,
-                cells["delta"],
-                VERDICT_MARK[claim["reproduced"]] + " " + claim["reproduced"],
-            ]
-        )
-    return markdown_table(["claim", "metric", "kind", "ours − best baseline (95% CI)", "reproduced"], rows)
+        kind = claim["kind"]
+        if kind == "noninferior":
+            kind += f" (margin {claim['margin']:.0%}: {claim.get('margin_source', '')})"
+        if claim.get("controls"):
+            kind += "; controls: " + ", ".join(claim["controls"])
+        rows.append([claim["text"], claim["metric"], kind, cells["delta"], _verdict_text(claim)])
+    table = markdown_table(
+        ["claim", "metric", "kind", "ours − best baseline (95% CI, pairs)", "verdict"], rows
+    )
+    return table + "\n\n" + VERDICT_LEGEND
 
 
 def _time_text(info: dict) -> str:
