@@ -17,7 +17,7 @@ import time
 import torch
 
 from neurips26.methods.scalebits import ScaleBitsConfig, allocate_bits, apply_allocation
-from neurips26.testing.tiny_llms import tiny_llama
+from neurips26.zoo.builders import tiny_llama
 
 
 def calibration_loss(model: torch.nn.Module, tokens: torch.Tensor) -> float:

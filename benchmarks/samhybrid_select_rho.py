@@ -14,7 +14,7 @@ from neurips26.data.dynamics import get_system, make_splits
 from neurips26.methods.samhybrid import HybridModel, SAMHybrid, SAMHybridConfig, identifiability_report
 from neurips26.methods.samhybrid.integration import ml_io_sizes
 from neurips26.methods.samhybrid.physics import build_physics
-from neurips26.testing import tiny_mlp
+from neurips26.zoo.builders import tiny_mlp
 
 RHOS = (0.05, 0.1, 0.2, 0.5)
 SEEDS = (100, 101)

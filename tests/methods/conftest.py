@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from neurips26.testing.tiny_llms import tiny_llama
+from neurips26.zoo.builders import tiny_llama
 
 
 @pytest.fixture(scope="module")

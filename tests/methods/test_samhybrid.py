@@ -22,7 +22,8 @@ from neurips26.methods.samhybrid.baselines import AphynityPenalty
 from neurips26.methods.samhybrid.experiment import EXPERIMENT, RECIPES, relative_theta_error
 from neurips26.methods.samhybrid.integration import split_windows
 from neurips26.methods.samhybrid.physics import FrictionlessPendulum, LinearOscillator
-from neurips26.testing import assert_module_basics, tiny_mlp
+from neurips26.testing import assert_module_basics
+from neurips26.zoo.builders import tiny_mlp
 
 
 def _quadratic_problem(seed: int = 0):

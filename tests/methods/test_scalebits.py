@@ -29,7 +29,7 @@ from neurips26.methods.scalebits.core import (
     tile_variable_bits,
 )
 from neurips26.methods.scalebits.integration import select_linears
-from neurips26.testing.tiny_llms import tiny_llama
+from neurips26.zoo.builders import tiny_llama
 
 TILE, GROUP = (16, 32), 32
 

@@ -29,7 +29,7 @@ from neurips26.methods.scalebits.gptq import (
 from neurips26.methods.scalebits.hawq import brute_force_knapsack, hutchinson_traces, knapsack_allocation
 from neurips26.methods.scalebits.integration import apply_allocation, packed_report, select_linears
 from neurips26.testing.skips import requires_package
-from neurips26.testing.tiny_llms import tiny_llama
+from neurips26.zoo.builders import tiny_llama
 
 TILE, GROUP = (16, 32), 32
 

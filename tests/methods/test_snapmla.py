@@ -44,7 +44,7 @@ from neurips26.methods.snapmla.analysis import memory_bound_attention_speedup
 from neurips26.methods.snapmla.experiment import EXPERIMENT
 from neurips26.methods.snapmla.integration import rescale_rope_projection
 from neurips26.testing import check_experiment_contract
-from neurips26.testing.tiny_llms import tiny_deepseek_v3
+from neurips26.zoo.builders import tiny_deepseek_v3
 
 # ---- helpers -----------------------------------------------------------------------------------------
 

@@ -199,7 +199,7 @@ def test_bad_shapes_and_options_name_the_argument() -> None:
 
 def test_use_latent_mla_rejects_unknown_kernel_and_padding_masks() -> None:
     from neurips26.methods.snapmla.integration import _require_causal_mask, use_latent_mla
-    from neurips26.testing.tiny_llms import tiny_deepseek_v3
+    from neurips26.zoo.builders import tiny_deepseek_v3
 
     model = tiny_deepseek_v3()
     with (

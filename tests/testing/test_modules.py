@@ -2,7 +2,8 @@ import pytest
 import torch
 from torch import nn
 
-from neurips26.testing import assert_module_basics, tiny_mlp
+from neurips26.testing import assert_module_basics
+from neurips26.zoo.builders import tiny_mlp
 
 
 def test_tiny_mlp_passes_the_basics() -> None:

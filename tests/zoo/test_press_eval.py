@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("kvpress")
 
-from neurips26.testing.tiny_llms import tiny_llama
+from neurips26.zoo.builders import tiny_llama
 from neurips26.zoo.press_eval import (
     cache_bytes,
     compressed_prefill,

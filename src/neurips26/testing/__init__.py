@@ -1,7 +1,7 @@
 """Reusable checks shipped with the package, for our tests and for users extending the methods."""
 
 from neurips26.testing.contract import check_experiment_contract
-from neurips26.testing.modules import assert_module_basics, tiny_mlp
+from neurips26.testing.modules import assert_module_basics
 from neurips26.testing.position_embedding import assert_certificate, certify_position_embedding
 from neurips26.testing.skips import requires_package
 
@@ -11,5 +11,4 @@ __all__ = [
     "certify_position_embedding",
     "check_experiment_contract",
     "requires_package",
-    "tiny_mlp",
 ]

@@ -1,4 +1,4 @@
-"""Conformance checks for ``nn.Module`` building blocks, and tiny models built in code."""
+"""Conformance checks for ``nn.Module`` building blocks."""
 
 from __future__ import annotations
 
@@ -8,25 +8,6 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
-
-
-def tiny_mlp(
-    in_features: int, out_features: int, hidden: int = 16, depth: int = 2, seed: int = 0
-) -> nn.Module:
-    """A small tanh MLP with deterministic initial weights (the default ML part of tests)."""
-    if min(in_features, out_features, hidden, depth) < 1:
-        raise ValueError("in_features, out_features, hidden and depth must all be >= 1")
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    layers: list[nn.Module] = []
-    width = in_features
-    for _ in range(depth - 1):
-        layers += [nn.Linear(width, hidden), nn.Tanh()]
-        width = hidden
-    layers.append(nn.Linear(width, out_features))
-    model = nn.Sequential(*layers)
-    torch.random.set_rng_state(generator_state)
-    return model
 
 
 def _outputs(module: nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -24,7 +24,7 @@ from neurips26.methods.samhybrid.integration import (
     trajectory_loss,
 )
 from neurips26.methods.samhybrid.physics import ESTIMATED_PARAMETERS, build_physics
-from neurips26.testing.modules import tiny_mlp
+from neurips26.zoo.builders import tiny_mlp
 
 
 @dataclass(frozen=True)

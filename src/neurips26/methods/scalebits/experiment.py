@@ -99,7 +99,7 @@ def _stdlib_bytes(modules: tuple[str, ...]) -> torch.Tensor:
 
 def train_fallback_llama(config: ScaleBitsExperimentConfig, train_ids: torch.Tensor) -> torch.nn.Module:
     """A tiny byte-level Llama trained in-process (AdamW, fixed seed) when the zoo model is missing."""
-    from neurips26.testing.tiny_llms import tiny_llama
+    from neurips26.zoo.builders import tiny_llama
 
     hidden = config.fallback_hidden
     model = tiny_llama(hidden_size=hidden, intermediate_size=2 * hidden, num_layers=2, vocab_size=256).train()

@@ -34,7 +34,7 @@ from neurips26.methods.snapmla.cache_format import bytes_per_token
 from neurips26.methods.snapmla.config import SnapMLAConfig
 from neurips26.methods.snapmla.integration import capture_latents, rescale_rope_projection, use_latent_mla
 from neurips26.methods.snapmla.pipeline import DecodeRecipe
-from neurips26.testing.tiny_llms import tiny_deepseek_v3
+from neurips26.zoo.builders import tiny_deepseek_v3
 
 SYSTEMS = ("snapmla", "bf16", "naive_fp8", "per_token_fp8_rope", "flashmla_fp8")
 # the random fallback mirrors the zoo's tiny-mla shape (4 layers, d 256, 4 heads, d_c 64, d_r 16)

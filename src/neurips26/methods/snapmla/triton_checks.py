@@ -168,7 +168,7 @@ def model_agreement(
     with ``kernel="triton"`` and with ``kernel="reference"``: prefill, then greedy decode steps on a
     :class:`LatentMLACache`. Returns the largest relative logit difference and whether the tokens agree."""
     from neurips26.methods.snapmla.integration import LatentMLACache, use_latent_mla
-    from neurips26.testing.tiny_llms import tiny_deepseek_v3
+    from neurips26.zoo.builders import tiny_deepseek_v3
 
     model = tiny_deepseek_v3(seed=seed, qk_rope_head_dim=16).to(device)
     generator = torch.Generator().manual_seed(seed)

@@ -1,15 +1,36 @@
-"""Tiny Hugging Face language models built in code with random weights, for tests of LLM methods.
+"""Tiny models built in code with seeded random weights: Hugging Face language models and small MLPs.
 
 Nothing is downloaded: each builder makes a real ``transformers`` model class from a small config, seeded,
-in eval mode. Use them for shape, equivalence and plumbing tests; use ``neurips26.zoo.load`` for a trained
-model whose attention actually matters.
+in eval mode. Use them for shape, equivalence and plumbing tests and for experiments whose models are
+trained in the cell (``tiny_mlp``); use ``neurips26.zoo.load`` for a trained language model whose
+attention actually matters.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tiny_deepseek_v3", "tiny_deepseek_v3_config", "tiny_llama"]
+__all__ = ["tiny_deepseek_v3", "tiny_deepseek_v3_config", "tiny_llama", "tiny_mlp"]
+
+
+def tiny_mlp(in_features: int, out_features: int, hidden: int = 16, depth: int = 2, seed: int = 0) -> Any:
+    """A small tanh MLP (``nn.Sequential``) with seeded initial weights; the global RNG is left alone."""
+    import torch
+    from torch import nn
+
+    if min(in_features, out_features, hidden, depth) < 1:
+        raise ValueError("in_features, out_features, hidden and depth must all be >= 1")
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    layers: list[nn.Module] = []
+    width = in_features
+    for _ in range(depth - 1):
+        layers += [nn.Linear(width, hidden), nn.Tanh()]
+        width = hidden
+    layers.append(nn.Linear(width, out_features))
+    model = nn.Sequential(*layers)
+    torch.random.set_rng_state(generator_state)
+    return model
 
 
 def tiny_deepseek_v3_config(

@@ -1,6 +1,6 @@
 import torch
 
-from neurips26.testing.tiny_llms import tiny_deepseek_v3, tiny_deepseek_v3_config, tiny_llama
+from neurips26.zoo.builders import tiny_deepseek_v3, tiny_deepseek_v3_config, tiny_llama
 
 
 def test_tiny_deepseek_v3_is_all_dense_mla_and_seeded() -> None:
