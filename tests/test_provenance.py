@@ -1,0 +1,126 @@
+"""Committed results are the only source of a README's numbers, and the tree keeps its shape.
+
+- every ``results/<slug>/<profile>.json`` is a valid result of that method and profile, with its command;
+- a method README's generated block equals what ``neurips26 report --readme`` makes from that file;
+- no import cycle inside the package; no Python file over 600 lines (one documented exception).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from neurips26.bench.results import read_result
+from neurips26.registry import METHODS
+from neurips26.report import current_readme_block, readme_block
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "neurips26"
+RESULTS = ROOT / "results"
+MAX_LINES = 600
+# the official-format evaluation driver: one sandboxed subprocess's whole life, kept in one file on purpose
+LONG_FILE_EXCEPTIONS = {"methods/solexecbench/driver.py"}
+
+
+def _published() -> list[Path]:
+    return sorted(RESULTS.glob("*/*.json")) if RESULTS.is_dir() else []
+
+
+@pytest.mark.parametrize("path", _published(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_published_results_name_their_method_profile_and_command(path: Path) -> None:
+    result = read_result(path)
+    info = result["run_info"]
+    assert info["slug"] == path.parent.name and info["profile"] == path.stem
+    assert info.get("command", "").startswith("neurips26 run"), "published without its command"
+    assert info["config_hash"] and result["meta_info"].get("torch")
+
+
+@pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
+def test_readme_results_block_is_generated_from_the_committed_json(spec) -> None:
+    readme = PACKAGE / "methods" / spec.slug / "README.md"
+    published = RESULTS / spec.slug / "default.json"
+    if not readme.is_file() or not published.is_file():
+        pytest.skip(f"{spec.slug}: no README or no results/{spec.slug}/default.json yet")
+    block = current_readme_block(readme)
+    assert block is not None, f"{readme} has no results markers"
+    assert block == readme_block(read_result(published)), (
+        f"{readme}'s results block differs from {published}: run `neurips26 report --readme {spec.slug}`"
+    )
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """Modules of the package this file imports at module level (lazy imports inside functions are a
+    deliberate way to keep `import neurips26` light and are not edges of the import graph)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # from .x import y: resolve against the importing package
+                parts = package.split(".")
+                base = ".".join([*parts[: len(parts) - node.level + 1], base]).strip(".")
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {module for module in found if module.startswith("neurips26")}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of the directed graph as a list of nodes (first == last), or None."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for child in sorted(graph.get(node, ())):
+            if state.get(child) == 1:
+                return [*path[path.index(child) :], child]
+            if child not in state and (cycle := visit(child)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_find_cycle_sees_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def _related(a: str, b: str) -> bool:
+    """A package and its own submodule (``pkg/__init__`` re-exporting ``pkg.mod``) are not a cycle."""
+    return a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {
+        name: {m for m in _imports(path, name) if m in files and m != name and not _related(m, name)}
+        for name, path in files.items()
+    }
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_python_file_is_over_600_lines() -> None:
+    long = {
+        path.relative_to(PACKAGE).as_posix(): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert set(long) <= LONG_FILE_EXCEPTIONS, f"split these files (> {MAX_LINES} lines): {long}"
