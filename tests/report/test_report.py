@@ -4,7 +4,7 @@ import pytest
 
 from neurips26.bench.runner import run_experiment
 from neurips26.report import build_report, refresh_method_readme
-from neurips26.report.figures import OURS_COLOUR, system_colour
+from neurips26.report.figures import OURS_COLOUR, system_colours
 from neurips26.testing.toy_experiment import TOY_EXPERIMENT
 
 REF = "neurips26.testing.toy_experiment:TOY_EXPERIMENT"
@@ -25,9 +25,10 @@ def test_report_of_an_empty_folder_is_a_clear_error(tmp_path) -> None:
         build_report(tmp_path)
 
 
-def test_colours_are_fixed_per_system() -> None:
-    assert system_colour("erm", "ours") == system_colour("erm", "other")
-    assert system_colour("ours", "ours") == OURS_COLOUR
+def test_colours_are_distinct_within_a_figure_and_ours_is_red() -> None:
+    names = ["sam_ml", "erm", "physics_only", "nn_only", "erm_l2", "aphynity", "sam_all", "asam_ml"]
+    colours = system_colours(names, "sam_ml")
+    assert colours["sam_ml"] == OURS_COLOUR and len(set(colours.values())) == len(names)
 
 
 def test_readme_results_region_is_replaced_between_markers(tmp_path) -> None:
@@ -46,8 +47,9 @@ def test_pareto_figure_plots_the_headline_against_a_cost_metric(tmp_path) -> Non
     result = run_experiment(experiment, REF, tmp_path / "toy", profile="default")
     assert result["run_info"]["pareto_x"] == "n"
     text = build_report(tmp_path).read_text()
-    assert (tmp_path / "figures" / "toy_pareto.png").stat().st_size > 1000
-    assert "figures/toy_pareto.png" in text
+    pareto, main = tmp_path / "figures" / "toy_pareto.png", tmp_path / "figures" / "toy.png"
+    assert pareto.stat().st_size > 1000 and "figures/toy_pareto.png" in text
+    assert pareto.read_bytes() != main.read_bytes()
 
 
 def test_pareto_x_must_be_a_metric() -> None:

@@ -2,39 +2,54 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from neurips26.bench.results import point_key
 
+# tab20 without its reds, so no system looks like ours; each figure assigns them in system order
 _PALETTE = [
-    "#4c72b0",
-    "#dd8452",
-    "#55a868",
-    "#c44e52",
-    "#8172b3",
-    "#937860",
-    "#da8bc3",
-    "#8c8c8c",
-    "#ccb974",
-    "#64b5cd",
+    # the strong tab20 hues first, then their light partners
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#c7c7c7",
+    "#dbdb8d",
+    "#9edae5",
 ]
 OURS_COLOUR = "#d62728"
 
 
-def system_colour(name: str, ours: str) -> str:
-    """A fixed colour per system name across all figures; ours is always red."""
-    if name == ours:
-        return OURS_COLOUR
-    return _PALETTE[int(hashlib.md5(name.encode()).hexdigest(), 16) % len(_PALETTE)]
+def system_colours(names: list[str], ours: str) -> dict[str, str]:
+    """Distinct colours for the systems of one figure (ours red), fixed by the systems' order."""
+    others = [name for name in names if name != ours]
+    colours = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(others)}
+    return {**colours, ours: OURS_COLOUR}
 
 
 def _ci_half_width(summary: dict) -> float:
-    if summary["n"] and summary["n"] > 1 and summary["std"] is not None:
-        return 1.96 * summary["std"] / np.sqrt(summary["n"])
-    return 0.0
+    """Half-width of the t interval of the mean; none below the verdicts' minimum number of seeds."""
+    from scipy import stats
+
+    from neurips26.bench.stats import MIN_PAIRS
+
+    n = summary["n"] or 0
+    if n < MIN_PAIRS or summary["std"] is None:
+        return 0.0
+    return float(stats.t.ppf(0.975, n - 1)) * summary["std"] / np.sqrt(n)
 
 
 def method_figure(
@@ -42,8 +57,9 @@ def method_figure(
 ) -> Path:
     """Plot the headline metric (or ``metric``) of every system and save a PNG at ``path``.
 
-    With ``x_metric`` (a swept profile only) each system's points sit at that metric's mean instead of the
-    swept value -- e.g. perplexity against measured bits per weight, a Pareto figure.
+    With ``x_metric`` each system's grid points sit at that metric's mean -- e.g. perplexity against
+    measured bits per weight, a Pareto figure -- whatever the shape of the grid. Error bars are 95% t
+    intervals of the mean, drawn only from the verdicts' minimum number of seeds on.
     """
     import matplotlib
 
@@ -56,9 +72,10 @@ def method_figure(
     sweep = next(
         (k for k, v in grid.items() if len(v) > 1 and all(isinstance(x, (int, float)) for x in v)), None
     )
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(9, 4))
     names = list(result["systems"])
-    if sweep and len(grid) == 1:
+    colours = system_colours(names, ours)
+    if x_metric is not None or (sweep and len(grid) == 1):
         for name in names:
             points = result["systems"][name]["points"]
             if x_metric is not None:  # at the measured cost, in increasing order; unmeasured points dropped
@@ -75,7 +92,7 @@ def method_figure(
                 yerr=errs,
                 label=name,
                 marker="o",
-                color=system_colour(name, ours),
+                color=colours[name],
                 linewidth=3 if name == ours else 1.2,
                 capsize=3,
             )
@@ -94,7 +111,7 @@ def method_figure(
                 yerr=[_ci_half_width(s) for s in summaries],
                 label=name,
                 capsize=2,
-                color=system_colour(name, ours),
+                color=colours[name],
                 edgecolor="black" if name == ours else "none",
                 linewidth=2 if name == ours else 0,
             )
@@ -103,8 +120,8 @@ def method_figure(
             [point_key(p["point"]) or "all" for p in points], rotation=20, ha="right", fontsize=7
         )
     ax.set_ylabel(_label(result, metric))
-    ax.set_title(f"{result['run_info']['slug']}: {metric} (mean, 95% CI)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(f"{result['run_info']['slug']}: {metric} (mean; 95% CI where n >= 5)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside, not over
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
