@@ -13,12 +13,20 @@ $(BIN)/python:
 	# The CPU wheel first: the package's torch range then installs nothing more.
 	$(BIN)/pip install torch==2.13.0
 
-install: $(BIN)/python
-	$(BIN)/pip install -e '.[all]'
+# Stamps: the package is (re)installed only when pyproject.toml changed, not on every `make run`.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[all]'
+	touch $@
 
-install-test: $(BIN)/python
-	$(BIN)/pip install -e '.[all,test]'
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[all,test]'
+	touch $@ $(VENV)/.installed
 
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+# Writes runs/default; an interrupted `make run` resumes there (cells already saved are not recomputed).
 run: install
 	$(BIN)/neurips26 run
 

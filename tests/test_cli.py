@@ -79,3 +79,34 @@ def test_tool_subcommands_have_their_own_help(tool, capsys) -> None:
         main([tool, "--help"])
     assert exc.value.code == 0
     assert f"neurips26 {tool}" in capsys.readouterr().out
+
+
+def test_bad_seed_count_is_reported_by_run_itself(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "samhybrid", "--seeds", "0"])
+    assert exc.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "neurips26 run" in err and "--seeds" in err and "must be >= 1" in err
+
+
+def test_info_shows_systems_devices_and_the_abstract(capsys) -> None:
+    assert main(["info", "samhybrid"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "devices: cpu" in out and "systems (built from the default config)" in out
+    assert "abstract:" in out
+
+
+def test_publish_then_readme_refresh_round_trip(tmp_path, monkeypatch, capsys) -> None:
+    import neurips26.cli as cli
+
+    monkeypatch.setattr(cli, "RESULTS_ROOT", tmp_path / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- results:start -->\nold\n<!-- results:end -->\n")
+    monkeypatch.setattr(cli, "method_readme", lambda slug: readme)
+    argv = ["run", "samhybrid", "--profile", "smoke", "--seeds", "1", "--out", str(tmp_path / "run")]
+    assert main([*argv, "--set", "iterations=2", "--publish"]) == EXIT_OK
+    published = tmp_path / "results" / "samhybrid" / "smoke.json"
+    assert published.is_file() and oct(published.stat().st_mode & 0o044) == oct(0o044)  # readable by all
+    assert main(["report", "--readme", "samhybrid", "--profile", "smoke"]) == EXIT_OK
+    text = readme.read_text()
+    assert "old" not in text and "results/samhybrid/smoke.json" in text and "--publish" in text

@@ -20,7 +20,12 @@ from neurips26 import __version__
 from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec
 
 EXIT_OK, EXIT_METHOD_ERROR, EXIT_USAGE, EXIT_CLAIM_FAILED = 0, 1, 2, 3
-PAPERS_DIR_CANDIDATES = ("../shared/papers", "shared/papers")
+# the abstracts: beside the repository (a checkout's ../shared), or under the working directory
+PAPERS_DIR_CANDIDATES = (
+    Path(__file__).resolve().parents[3] / "shared" / "papers",
+    Path("../shared/papers"),
+    Path("shared/papers"),
+)
 RESULTS_ROOT = Path("results")  # committed results, relative to the repository root
 
 
@@ -55,7 +60,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _abstract(slug: str) -> str | None:
     for base in PAPERS_DIR_CANDIDATES:
-        path = Path(base) / f"{slug}.md"
+        path = base / f"{slug}.md"
         if path.is_file():
             return path.read_text(encoding="utf-8").strip()
     return None
@@ -230,12 +235,12 @@ def _methods_bar(budgets: Sequence[float]) -> Any:
     )
 
 
-def publish_result(result: dict, root: str | Path = RESULTS_ROOT) -> Path:
+def publish_result(result: dict, root: str | Path | None = None) -> Path:
     """Copy a method's result to ``results/<slug>/<profile>.json`` (the committed provenance)."""
     from neurips26.core.files import atomic_write_json
 
     info = result["run_info"]
-    return atomic_write_json(Path(root) / info["slug"] / f"{info['profile']}.json", result)
+    return atomic_write_json(Path(root or RESULTS_ROOT) / info["slug"] / f"{info['profile']}.json", result)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -289,7 +294,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     print(f"neurips26 {__version__}; python {sys.version.split()[0]}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CUDA: {torch.cuda.is_available()}")
+    used = {extra for spec in METHODS for extra in spec.extras}
     for extra, modules in EXTRA_IMPORTS.items():
+        if extra not in used:  # an extra no method needs yet is not worth a line
+            continue
         missing = [m for m in modules if not _importable(m)]
         print(f"  extra {extra:8s} {'ok' if not missing else 'missing ' + ', '.join(missing)}")
     ready = [spec.slug for spec in METHODS if spec.status == "ready"]
