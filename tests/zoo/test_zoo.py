@@ -58,8 +58,7 @@ def test_missing_checkpoint_says_how_to_rebuild(tmp_path):
 
 def test_corrupt_checkpoint_says_how_to_rebuild(tmp_path):
     src = zoo.checkpoint_dir("tiny-llama")
-    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(src / f, tmp_path / f)
+    shutil.copy(src / "config.json", tmp_path / "config.json")
     (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(CheckpointError, match=r"could not be loaded.*neurips26 zoo train tiny-llama"):
         load("tiny-llama", path=tmp_path)
@@ -143,3 +142,11 @@ def test_readme_snippet_runs(capsys):
     snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(snippet, "README.md", "exec"), {})
     assert "key->value accuracy at 512 tokens:" in capsys.readouterr().out
+
+
+def test_zoo_models_share_one_tokenizer_file():
+    assert not list(zoo.CHECKPOINT_ROOT.glob("tiny-*/tokenizer.json"))
+    _, tokenizer = load("tiny-llama")
+    assert tokenizer.encode("12", add_special_tokens=False) == tokenizer.encode(
+        "1", add_special_tokens=False
+    ) + (tokenizer.encode("2", add_special_tokens=False))

@@ -30,7 +30,8 @@ __all__ = [
 ]
 
 CHECKPOINT_ROOT = Path(__file__).parent / "checkpoints"
-_REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+TOKENIZER_DIR = CHECKPOINT_ROOT / "tokenizer"  # the shared tokenizer (neurips26.zoo.tokenizer builds it)
+_REQUIRED_FILES = ("config.json", "model.safetensors")
 
 
 class CheckpointError(FileNotFoundError):
@@ -62,7 +63,8 @@ def load(name: str, *, path: str | Path | None = None, dtype: Any = None) -> tup
     Returns
     -------
     (model, tokenizer)
-        The model in eval mode and a ``PreTrainedTokenizerFast``.
+        The model in eval mode and a ``PreTrainedTokenizerFast``: the one in the checkpoint directory if
+        it holds one, else the zoo's shared tokenizer (all zoo models share one vocabulary, stored once).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -80,7 +82,8 @@ def load(name: str, *, path: str | Path | None = None, dtype: Any = None) -> tup
     hf_logging.disable_progress_bar()  # a per-tensor "Loading weights" bar drowns experiment logs
     try:
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype or torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(str(directory))
+        has_own = (directory / "tokenizer.json").is_file()
+        tokenizer = AutoTokenizer.from_pretrained(str(directory if has_own else TOKENIZER_DIR))
     except Exception as exc:  # corrupt safetensors / json: say how to rebuild
         raise CheckpointError(
             f"zoo checkpoint {name!r} at {str(directory)!r} could not be loaded "

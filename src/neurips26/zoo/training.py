@@ -371,7 +371,8 @@ def save_checkpoint(
     out.mkdir(parents=True, exist_ok=True)
     half = _clone_half(model)
     half.save_pretrained(str(out), safe_serialization=True)
-    tokenizer.save_pretrained(str(out))
+    if Path(out).resolve().parent != TOKENIZER_DIR.resolve().parent:
+        tokenizer.save_pretrained(str(out))  # outside the zoo a checkpoint carries its own tokenizer
     meta = {
         "name": spec.name,
         "architecture": spec.architecture,
