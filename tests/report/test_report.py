@@ -55,3 +55,15 @@ def test_pareto_figure_plots_the_headline_against_a_cost_metric(tmp_path) -> Non
 def test_pareto_x_must_be_a_metric() -> None:
     with pytest.raises(ValueError, match="pareto_x 'bits' not in metrics"):
         dataclasses.replace(TOY_EXPERIMENT, pareto_x="bits")
+
+
+def test_terminal_summary_fits_120_columns(tmp_path) -> None:
+    from neurips26.cli import TABLE_CLAIM_WIDTH
+    from neurips26.report.tables import SUMMARY_HEADER, summary_rows
+
+    result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
+    result["claims"][0]["text"] = "a very long claim " * 20
+    result["claims"][0]["reason"] = "missing " + ", ".join(["some_long_baseline_name"] * 5)
+    rows = summary_rows([result], claim_width=TABLE_CLAIM_WIDTH)
+    widths = [max(len(str(row[i])) for row in [SUMMARY_HEADER, *rows]) for i in range(len(SUMMARY_HEADER))]
+    assert sum(widths) + 2 * (len(widths) - 1) <= 120

@@ -72,14 +72,16 @@ def summary_rows(results: Sequence[dict], *, claim_width: int | None = None) -> 
         info = result["run_info"]
         for index, claim in enumerate(result["claims"] or [None]):
             text = "—" if claim is None else claim["text"]
-            if claim_width:
+            verdict = "—" if claim is None else _verdict_text(claim)
+            if claim_width:  # the terminal table: about 120 columns in all
                 text = textwrap.shorten(text, claim_width, placeholder="…")
+                verdict = textwrap.shorten(verdict, 30, placeholder="…)")
             rows.append(
                 [
                     info["slug"] if index == 0 else "",
                     text,
                     "—" if claim is None else _min_pairs(claim),
-                    "—" if claim is None else _verdict_text(claim),
+                    verdict,
                     f"{info.get('wall_s', 0.0):.0f}s" if index == 0 else "",
                     info["status"] if index == 0 else "",
                 ]
