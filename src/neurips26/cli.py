@@ -171,8 +171,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     results, errored, failed_claims = [], False, False
     overall = _methods_bar(budgets)
+    finished_budget = 0.0
     for spec, experiment in experiments:
         overall.set_description(spec.slug)
+        budget = experiment.profile(args.profile).budget_s
+
+        def advance(done: int, total: int, start: float = finished_budget, budget: float = budget) -> None:
+            overall.n = start + budget * done / max(total, 1)  # an ETA from the first finished cell on
+            overall.refresh()
+
         try:
             result = run_experiment(
                 experiment,
@@ -187,6 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 device=device,
                 command=command,
                 heartbeat_s=None if progress_enabled() else HEARTBEAT_S,
+                on_cell=advance,
             )
         except KeyboardInterrupt:
             overall.close()
@@ -195,7 +203,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{spec.slug}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
             errored = True
             continue
-        overall.update(experiment.profile(args.profile).budget_s)
+        finished_budget += budget
+        overall.n = finished_budget
+        overall.refresh()
         results.append(result)
         info = result["run_info"]
         verdicts = " ".join(VERDICT_MARK[c["reproduced"]] for c in result["claims"])

@@ -253,13 +253,15 @@ def run_experiment(
     device: str = "cpu",
     command: str | None = None,
     heartbeat_s: float | None = None,
+    on_cell: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Run every cell of ``profile`` (resuming), then aggregate and save ``out_dir/result.json``.
 
     ``jobs`` worker processes run cells side by side for the local executor; every cell runs on
     ``threads`` torch threads whatever the executor, so the numbers do not depend on either. ``device``
     is where cells run when the experiment supports it; ``command`` is recorded for provenance;
-    ``heartbeat_s`` prints a progress line that often (for logs without a terminal).
+    ``heartbeat_s`` prints a progress line that often (for logs without a terminal); ``on_cell(done,
+    total)`` is called after each finished cell (the CLI's overall bar uses it).
     Raises ``ValueError`` for a bad profile, seed count, executor or override before any cell runs.
     """
     if executor not in EXECUTORS:
@@ -299,6 +301,8 @@ def run_experiment(
         def save_and_count(task: CellTask, cell: dict) -> None:
             save(task, cell)
             beat.done += 1
+            if on_cell is not None:
+                on_cell(beat.done, len(pending))
 
         if executor == "ray":
             _execute_ray(pending, save_and_count)
