@@ -1,0 +1,73 @@
+"""SAD: Solver-Aware Decomposition for programming by example (DeepCoder DSL, decomposer, synthesizer).
+
+Public API: the DSL (:mod:`.dsl`), the batched executor, the task sampler and splits, the two models,
+``train_sad`` and the end-to-end search.
+"""
+
+from neurips26.methods.sad.config import SADConfig
+from neurips26.methods.sad.dsl import (
+    DSLParseError,
+    DSLTypeError,
+    Program,
+    Statement,
+    format_program,
+    parse_program,
+    parse_state,
+    parse_value,
+    program_output,
+    run_program,
+)
+from neurips26.methods.sad.executor import CANDIDATES, execute, make_states
+from neurips26.methods.sad.models import Decomposer, SolverScorer, SynthContext, Synthesizer
+from neurips26.methods.sad.sampler import (
+    Task,
+    make_split,
+    sample_task,
+    sample_tasks,
+    step_records,
+    task_from_exedec,
+)
+from neurips26.methods.sad.search import enumerative_search, synthesize
+from neurips26.methods.sad.training import (
+    encode_records,
+    sad_loss,
+    scst_advantage,
+    train_sad,
+    train_supervised,
+    train_synthesizer,
+)
+
+__all__ = [
+    "CANDIDATES",
+    "DSLParseError",
+    "DSLTypeError",
+    "Decomposer",
+    "Program",
+    "SADConfig",
+    "SolverScorer",
+    "Statement",
+    "SynthContext",
+    "Synthesizer",
+    "Task",
+    "encode_records",
+    "enumerative_search",
+    "execute",
+    "format_program",
+    "make_split",
+    "make_states",
+    "parse_program",
+    "parse_state",
+    "parse_value",
+    "program_output",
+    "run_program",
+    "sad_loss",
+    "sample_task",
+    "sample_tasks",
+    "scst_advantage",
+    "step_records",
+    "synthesize",
+    "task_from_exedec",
+    "train_sad",
+    "train_supervised",
+    "train_synthesizer",
+]

@@ -1,0 +1,174 @@
+"""Small pre-trained checkpoints for the experiment, reproducible by one command::
+
+    python -m neurips26.methods.sad.checkpoints --out src/neurips26/methods/sad/weights [--size smoke]
+
+One bundle holds: the synthesizer (trained on GT subgoals), the no-decomposition synthesizer (trained on
+task outputs), the SL-pretrained decomposer, and for each fine-tuning seed three fine-tunes from that
+same start: SL continued (solver-blind), SAD, and RL without ``L_sup``. Weights are stored in float16 to
+keep the files small; the hashes of the training tasks' I/O signatures travel with them so fresh test
+tasks can be deduplicated against training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurips26.methods.sad.config import SADConfig
+from neurips26.methods.sad.models import Decomposer, Synthesizer
+from neurips26.methods.sad.sampler import sample_tasks, step_records
+from neurips26.methods.sad.training import encode_records, train_sad, train_supervised, train_synthesizer
+
+WEIGHTS_DIR = Path(__file__).parent / "weights"
+
+
+@dataclass
+class BundleSpec:
+    """What a checkpoint bundle is trained on and for how long."""
+
+    num_train_tasks: int = 4000
+    train_lengths: tuple[int, ...] = (1, 2, 3, 4)
+    d_model: int = 64
+    synth_steps: int = 700
+    decomposer_steps: int = 700
+    finetune: SADConfig = field(default_factory=SADConfig)
+    finetune_seeds: tuple[int, ...] = (0,)
+    batch_size: int = 64
+    data_seed: int = 12345
+
+
+SIZES = {
+    "default": BundleSpec(),
+    "smoke": BundleSpec(
+        num_train_tasks=300,
+        synth_steps=60,
+        decomposer_steps=60,
+        finetune=SADConfig(steps=8),
+        finetune_seeds=(0,),
+    ),
+}
+
+
+def signature_hash(signature: str) -> int:
+    """64-bit hash of a task's I/O signature (deduplication against the training tasks)."""
+    return int.from_bytes(hashlib.blake2b(signature.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def _half(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.to(torch.float16) for k, v in module.state_dict().items()}
+
+
+def build_bundle(spec: BundleSpec, log=print) -> dict:
+    """Sample the training data and train every model of a bundle (see the module doc)."""
+    start = time.perf_counter()
+    rng = np.random.default_rng(spec.data_seed)
+    tasks = sample_tasks(rng, spec.num_train_tasks, spec.train_lengths)
+    data = encode_records(step_records(tasks))
+    log(f"data: {len(tasks)} tasks, {len(data)} step records ({time.perf_counter() - start:.0f} s)")
+    torch.manual_seed(spec.data_seed)
+    synth = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model)
+    h = train_synthesizer(synth, data, "subgoal", spec.synth_steps, spec.batch_size, seed=0)
+    log(f"synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    held = encode_records(
+        step_records(sample_tasks(np.random.default_rng(spec.data_seed + 1), 200, spec.train_lengths))
+    )
+    with torch.no_grad():
+        top = synth.log_probs(held.context, held.subgoal_block).topk(3, dim=1).indices
+    hit = top == held.statement[:, None]
+    log(
+        f"synthesizer given GT subgoals on held-out steps: top-1 {hit[:, 0].float().mean():.3f}, "
+        f"top-3 {hit.any(1).float().mean():.3f}"
+    )
+    nodec = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model)
+    h = train_synthesizer(nodec, data, "output", spec.synth_steps, spec.batch_size, seed=1)
+    log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    base = Decomposer(d_model=spec.d_model, ff=2 * spec.d_model)
+    h = train_supervised(base, data, spec.decomposer_steps, spec.batch_size, seed=2)
+    log(f"SL decomposer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    bundle = {
+        "spec": {**asdict(spec), "finetune": asdict(spec.finetune)},
+        "synthesizer": _half(synth),
+        "no_decomposition": _half(nodec),
+        "sl_base": _half(base),
+        "finetuned": {},
+        "train_hashes": np.array([signature_hash(t.signature()) for t in tasks], dtype=np.int64),
+    }
+    ft = spec.finetune
+    for seed in spec.finetune_seeds:
+        runs = {
+            "sl": lambda d, s=seed: train_supervised(
+                d, data, ft.steps, ft.batch_size, ft.lr, seed=100 + s, grad_clip=ft.grad_clip
+            ),
+            "sad": lambda d, s=seed: train_sad(d, synth, data, ft, seed=100 + s),
+            "rl_only": lambda d, s=seed: train_sad(
+                d, synth, data, SADConfig(**{**asdict(ft), "sup_weight": 0.0}), seed=100 + s
+            ),
+        }
+        for name, fit in runs.items():
+            model = copy.deepcopy(base)
+            h = fit(model)
+            log(
+                f"seed {seed} {name}: sup {h.mean('sup'):.3f} "
+                f"reward {h.mean('reward_greedy'):.3f} ({h.seconds:.0f} s)"
+            )
+            bundle["finetuned"][f"{name}/{seed}"] = _half(model)
+    log(f"total {time.perf_counter() - start:.0f} s")
+    return bundle
+
+
+def load_bundle(path: str | Path) -> dict:
+    """Load a bundle written by :func:`build_bundle` (``torch.save``)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no SAD checkpoint at {path}; build one with "
+            f"`python -m neurips26.methods.sad.checkpoints --out {path.parent}`"
+        )
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def model_from(bundle: dict, key: str) -> torch.nn.Module:
+    """Instantiate one model of a bundle: ``synthesizer``, ``no_decomposition``, ``sl_base`` or
+    ``finetuned/<name>/<seed>``."""
+    d = bundle["spec"]["d_model"]
+    if key in ("synthesizer", "no_decomposition"):
+        model: torch.nn.Module = Synthesizer(d_model=d, ff=2 * d)
+        state = bundle[key]
+    else:
+        model = Decomposer(d_model=d, ff=2 * d)
+        if key == "sl_base":
+            state = bundle[key]
+        else:
+            name = key.removeprefix("finetuned/")
+            if name not in bundle["finetuned"]:
+                raise KeyError(f"bundle has no {name!r}; it has {sorted(bundle['finetuned'])}")
+            state = bundle["finetuned"][name]
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+    return model.eval()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(WEIGHTS_DIR))
+    parser.add_argument("--size", choices=sorted(SIZES), default="default")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    bundle = build_bundle(SIZES[args.size])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"sad_{args.size}.pt"
+    tmp = path.with_suffix(".tmp")
+    torch.save(bundle, tmp)
+    tmp.replace(path)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    main()
