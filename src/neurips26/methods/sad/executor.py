@@ -219,7 +219,9 @@ def execute(
     nx = states.lengths[state_index, :, a0]  # [N, E]
     y = states.values[state_index, :, a1]
     ny = states.lengths[state_index, :, a1]
-    typed = space.type_mask(states.kinds[state_index])[np.arange(n_rows), candidate]
+    row_kinds = states.kinds[state_index]
+    typed = row_kinds[np.arange(n_rows), a0] == space.kind0[candidate]
+    typed &= (space.arg1[candidate] < 0) | (row_kinds[np.arange(n_rows), a1] == space.kind1[candidate])
     out = np.zeros((n_rows, n_ex, L), dtype=np.int64)
     out_len = np.zeros((n_rows, n_ex), dtype=np.int64)
     ok = np.zeros((n_rows, n_ex), dtype=bool)
@@ -287,11 +289,10 @@ def execute(
                 result = BINARY_TABLE[lams[rows][:, None, None], xs + OFFSET, y[rows] + OFFSET]
             elif token == "Scanl1":
                 result = xs.copy()
-                table = BINARY_TABLE[lams[rows]]  # [R, 101, 101]
-                r_index = np.arange(len(rows))[:, None]
+                lam_rows = lams[rows][:, None]
                 for j in range(1, L):
                     prev = np.clip(result[..., j - 1], dsl.MIN_INT, dsl.MAX_INT) + OFFSET
-                    result[..., j] = table[r_index, prev, xs[..., j] + OFFSET]
+                    result[..., j] = BINARY_TABLE[lam_rows, prev, xs[..., j] + OFFSET]
                 length = n
             else:  # pragma: no cover
                 raise ValueError(f"unhandled operation {token}")

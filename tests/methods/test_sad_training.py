@@ -1,0 +1,186 @@
+"""SAD's models and objective: batched CE vs naive, SCST maths, SL equivalence, reward discrimination."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurips26.methods.sad import tokens as tok
+from neurips26.methods.sad.config import SADConfig
+from neurips26.methods.sad.models import Decomposer, Synthesizer
+from neurips26.methods.sad.sampler import sample_tasks, step_records
+from neurips26.methods.sad.training import (
+    encode_records,
+    sad_loss,
+    scst_advantage,
+    supervised_loss,
+    train_sad,
+    train_supervised,
+)
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def data():
+    tasks = sample_tasks(np.random.default_rng(5), 12, (1, 2, 3))
+    return encode_records(step_records(tasks))
+
+
+def tiny_synth(seed=0):
+    torch.manual_seed(seed)
+    return Synthesizer(d_model=16, heads=2, layers=1, ff=32).eval()
+
+
+def tiny_decomposer(seed=0):
+    torch.manual_seed(seed)
+    return Decomposer(d_model=16, heads=2, encoder_layers=1, decoder_layers=1, ff=32).eval()
+
+
+def test_batched_ce_equals_naive_log_softmax(data):
+    synth = tiny_synth()
+    with torch.no_grad():
+        batched = synth.log_probs(data.context, data.subgoal_block)
+        func, args, mask = synth.components(data.context, data.subgoal_block)
+    for n in range(3):
+        logits = []
+        for c in range(len(synth.cand_function)):  # naive: one candidate at a time
+            f, a0, a1 = int(synth.cand_function[c]), int(synth.cand_arg0[c]), int(synth.cand_arg1[c])
+            value = func[n, f] + args[n, f, 0, a0] + (args[n, f, 1, a1] if a1 >= 0 else 0.0)
+            logits.append(value if bool(mask[n, c]) else torch.tensor(float("-inf")))
+        naive = torch.log_softmax(torch.stack(logits), 0)
+        torch.testing.assert_close(batched[n], naive, rtol=1e-5, atol=1e-5)
+        gt = int(data.statement[n])
+        assert math.isfinite(float(batched[n, gt]))  # the GT statement is always type-correct
+
+
+def test_score_protocol_equals_log_probs_on_gt_subgoal(data):
+    synth = tiny_synth()
+    with torch.no_grad():
+        via_score = synth.score(data.context, data.subgoal_seq, data.statement)
+        direct = (
+            synth.log_probs(data.context, data.subgoal_block).gather(1, data.statement[:, None]).squeeze(1)
+        )
+    torch.testing.assert_close(via_score, direct)
+
+
+def test_chunking_splits_by_separator_and_stops_at_eos():
+    seq = torch.tensor(
+        [[tok.LBR, tok.INT0 + 51, tok.RBR, tok.SEP, tok.INT0 + 50, tok.SEP, tok.INT0, tok.EOS, tok.INT0]]
+    )
+    block = tok.chunk_subgoal_tokens(seq, 3)
+    assert block[0, 0, :4].tolist() == [tok.OUT, tok.LBR, tok.INT0 + 51, tok.RBR]
+    assert block[0, 1, :3].tolist() == [tok.OUT, tok.INT0 + 50, tok.PAD]
+    assert block[0, 2, :3].tolist() == [tok.OUT, tok.INT0, tok.PAD]  # token after EOS ignored
+    short = tok.chunk_subgoal_tokens(torch.tensor([[tok.INT0, tok.EOS]]), 3)
+    assert short[0, 1:, 1:].eq(tok.PAD).all()  # missing examples are empty targets
+    assert tok.parse_subgoal(seq[0].tolist(), 3) is None  # a list and two ints: no single-typed subgoal
+    assert tok.parse_subgoal(tok.subgoal_tokens(((1,), (), (-50, 2))), 3) == ((1,), (), (-50, 2))
+    assert tok.parse_subgoal(tok.subgoal_tokens((1, 2)), 3) is None  # wrong example count
+
+
+def test_scst_advantage_and_loss_by_hand():
+    reward_sample = torch.tensor([-1.0, -3.0, -0.5, -2.0])
+    reward_greedy = torch.tensor([-2.0, -2.0, -0.5, -1.0])
+    raw = [1.0, -1.0, 0.0, -1.0]
+    mean = sum(raw) / 4
+    assert scst_advantage(reward_sample, reward_greedy, center=False).tolist() == raw
+    torch.testing.assert_close(
+        scst_advantage(reward_sample, reward_greedy), torch.tensor([r - mean for r in raw])
+    )
+    logp = torch.tensor([-2.0, -1.0, -4.0, -0.5], requires_grad=True)
+    entropy = torch.tensor([1.0, 2.0, 0.5, 0.5])
+    sup = torch.tensor(0.7)
+    adv = torch.tensor([r - mean for r in raw])
+    cfg = SADConfig(sup_weight=1.0, rl_weight=2.0, entropy_coef=0.1)
+    loss, rl = sad_loss(sup, logp, entropy, adv, cfg)
+    hand_rl = -sum(a * lp for a, lp in zip(adv.tolist(), [-2.0, -1.0, -4.0, -0.5], strict=True)) / 4
+    assert float(rl.detach()) == pytest.approx(hand_rl)
+    assert float(loss.detach()) == pytest.approx(0.7 + 2.0 * hand_rl - 0.1 * 1.0)
+    loss.backward()
+    torch.testing.assert_close(logp.grad, -2.0 * adv / 4)  # d/dlogp of -w mean(A logp)
+
+
+def test_entropy_and_log_prob_by_hand(data):
+    dec = tiny_decomposer()
+    context = data.decomposer_input(slice(0, 2))
+    sample = dec.generate(context, greedy=False, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        logp_seq, entropy = dec.sequence_stats(context, sample)
+        logits = dec.teacher_forced_logits(context, sample)
+    for n in range(2):
+        steps = int((sample[n] != tok.PAD).sum())
+        p = torch.softmax(logits[n, :steps].double(), -1)
+        hand_lp = sum(math.log(float(p[t, sample[n, t]])) for t in range(steps))
+        hand_h = float(-(p * p.log()).sum(-1).mean())
+        assert float(logp_seq[n]) == pytest.approx(hand_lp, rel=1e-4)
+        assert float(entropy[n]) == pytest.approx(hand_h, rel=1e-4)
+
+
+def test_rl_weight_zero_and_no_entropy_is_sl_bit_for_bit(data):
+    """Degenerate equivalence: SAD with w_rl = 0 and lambda = 0 is the solver-blind SL decomposer."""
+    base = tiny_decomposer(1)
+    sl, sad = copy.deepcopy(base), copy.deepcopy(base)
+    cfg = SADConfig(rl_weight=0.0, entropy_coef=0.0, steps=4, batch_size=8, lr=1e-3)
+    train_supervised(sl, data, cfg.steps, cfg.batch_size, cfg.lr, seed=3, grad_clip=cfg.grad_clip)
+    train_sad(sad, tiny_synth(), data, cfg, seed=3)
+    for (name, a), b in zip(sl.state_dict().items(), sad.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    # idea on: the RL term changes the update
+    on = copy.deepcopy(base)
+    train_sad(
+        on, tiny_synth(), data, SADConfig(rl_weight=1.0, entropy_coef=0.0, steps=4, batch_size=8), seed=3
+    )
+    assert any(
+        not torch.equal(a, b) for a, b in zip(sl.state_dict().values(), on.state_dict().values(), strict=True)
+    )
+
+
+def test_frozen_solver_gets_no_gradient(data):
+    synth = tiny_synth()
+    before = copy.deepcopy(synth.state_dict())
+    train_sad(tiny_decomposer(), synth, data, SADConfig(steps=2, batch_size=8), seed=0)
+    assert all(torch.equal(before[k], v) for k, v in synth.state_dict().items())
+
+
+def test_beam_of_one_is_greedy(data):
+    dec = tiny_decomposer(2)
+    context = data.decomposer_input(slice(0, 4))
+    greedy = dec.generate(context, greedy=True)
+    beam, scores = dec.beam_search(context, 1)
+    assert torch.equal(beam[:, 0], greedy)
+    with torch.no_grad():
+        logp, _ = dec.sequence_stats(context, greedy)
+    torch.testing.assert_close(scores[:, 0], logp, rtol=1e-4, atol=1e-4)
+
+
+def test_supervised_loss_decreases(data):
+    dec = tiny_decomposer(3)
+    with torch.no_grad():
+        before = float(supervised_loss(dec, data.decomposer_input(), data.subgoal_seq))
+    train_supervised(dec, data, steps=30, batch_size=16, lr=3e-3, seed=0)
+    with torch.no_grad():
+        after = float(supervised_loss(dec, data.decomposer_input(), data.subgoal_seq))
+    assert after < before - 0.5
+
+
+def test_vocabulary_mismatch_is_a_clear_error(data):
+    small = Synthesizer(d_model=16, heads=2, layers=1, ff=32, vocab_size=50)
+    with pytest.raises(ValueError, match="vocabulary mismatch"):
+        small.log_probs(data.context, data.subgoal_block)
+    dec = Decomposer(d_model=16, heads=2, encoder_layers=1, decoder_layers=1, ff=32, vocab_size=50)
+    with pytest.raises(ValueError, match="vocabulary mismatch"):
+        dec.generate(data.decomposer_input(), greedy=True)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"entropy_coef": -1.0}, "entropy_coef"), ({"steps": 0}, "steps"), ({"lr": 0.0}, "lr")],
+)
+def test_config_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SADConfig(**kwargs)
