@@ -71,12 +71,24 @@ class SolExecBenchConfig:
     network_isolation: bool = param(
         True, "issue: no network; a fresh user+network namespace per child (socket guard if refused)"
     )
+    private_tmp: bool = param(
+        True,
+        "issue #33: each evaluation gets an empty tmpfs on /tmp, /var/tmp, /dev/shm and a private HOME (mount"
+        " namespace); refused or off: HOME/TMPDIR in the staging dir and a scan for files left behind",
+    )
     static_check: bool = param(True, "research notes 2.2: AST check before staging")
     disabled_defences: str = param(
         "", "ours: comma-separated dynamic defences to switch off (tests, ablations)"
     )
     sol_fidelity: str = param("fused", "ours: SOLAR's fused bound (compulsory bytes and FLOPs) is T_SOL")
-    sol_floor_tolerance: float = param(0.0, "research notes 2.2: T_k < T_SOL (1 - tol) is REWARD_HACK")
+    sol_floor_tolerance: float = param(
+        0.0, "research notes 2.2: T_k < T_SOL (1 - tol) is REWARD_HACK; added to the spec's measured noise"
+    )
+    sol_floor_noise: bool = param(
+        True,
+        "issue #33: widen the SOL floor by the calibration's measured noise band (solar spec"
+        " calibration['noise']; 0 for datasheet specs); the tolerance used is in each trace's sol block",
+    )
     hardware: str = param("cpu-local", "issue: the host's measured spec from solar.calibrate_cpu_local")
     fast_p: float = param(1.0, "KernelBench fast_p: correct and speedup over the baseline > p")
     isolation: str = param("fork", "ours: fork a clean torch-imported driver per evaluation ('spawn' = new)")
@@ -196,6 +208,7 @@ class SolExecBenchConfig:
                 "file_bytes": self.file_bytes,
                 "max_processes": self.max_processes,
                 "network_namespace": self.network_isolation,
+                "private_tmp": self.private_tmp,
                 "sandbox_uid": self.sandbox_uid,
             },
         }

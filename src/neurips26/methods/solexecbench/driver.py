@@ -178,8 +178,50 @@ def _call_solution(solution, dps: bool, inputs: list, outputs: list) -> list:
     return _as_list(solution(*inputs), len(outputs))
 
 
+SCALED_RULE = "scaled"  # the default when a workload names no tolerance (see _scaled_check)
+
+
+def _row_view(x: torch.Tensor) -> torch.Tensor:
+    """Rows along the last dimension (a 0-d or 1-d tensor is one row)."""
+    if x.dim() <= 1:
+        return x.reshape(1, -1)
+    return x.reshape(-1, x.shape[-1])
+
+
+def _scaled_check(diff: torch.Tensor, r: torch.Tensor, tolerance: dict, name: str, stats: dict) -> float:
+    """The scale-aware default (issue #33): an absolute tolerance relative to the reference's own scale.
+
+    Rows are the last dimension. Each row's scale is the RMS of its reference values, floored at
+    ``1e-3 x`` the whole reference's RMS (a zero row in a non-zero output is judged against the output's
+    scale). An element matches when ``|o - r| <= rtol |r| + atol_scale x row scale``; the usual
+    ``required_matched_ratio`` of elements must match, **and** every row's norm-wise relative error
+    ``||o - r|| / (sqrt(n) x row scale)`` must be at most ``norm_rtol``. A fixed ``atol = 1e-2`` lets a
+    stale or constant output pass once the values are below 1e-2 (softmax rows above ~1000 columns); this
+    rule scales with the values, so it fails them at any size. Returns the matched fraction.
+    """
+    rows_d, rows_r = _row_view(diff), _row_view(r)
+    finite_r = torch.where(rows_r.isfinite(), rows_r, torch.zeros_like(rows_r))
+    global_rms = float(finite_r.pow(2).mean().sqrt()) if finite_r.numel() else 0.0
+    floor = max(1e-3 * global_rms, 1e-30)
+    scale = finite_r.pow(2).mean(dim=1, keepdim=True).sqrt().clamp_min(floor)
+    ok = rows_d <= tolerance["max_rtol"] * rows_r.abs() + tolerance["atol_scale"] * scale
+    row_error = rows_d.pow(2).mean(dim=1, keepdim=True).sqrt() / scale
+    worst = float(row_error.max()) if row_error.numel() else 0.0
+    stats["max_row_relative_error"] = worst
+    if not worst <= tolerance["norm_rtol"]:  # NaN fails too
+        raise Incorrect(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: row-wise relative error {worst:.3g} > {tolerance['norm_rtol']}"
+            " (scaled default tolerance)",
+        )
+    return float(ok.double().mean()) if ok.numel() else 1.0
+
+
 def _compare(out: torch.Tensor, ref: torch.Tensor, tolerance: dict, name: str) -> dict:
-    """Element-wise ``|o - r| <= atol + rtol |r|``; NaN/Inf fail; all-zero vs non-zero fails."""
+    """Element-wise ``|o - r| <= atol + rtol |r|``; NaN/Inf fail; all-zero vs non-zero fails.
+
+    ``tolerance["rule"] == "scaled"`` (the default when a workload names none) judges floating outputs
+    against the reference's own scale instead (:func:`_scaled_check`); integer outputs stay exact."""
     if not isinstance(out, torch.Tensor):
         raise Incorrect("INCORRECT_SHAPE", f"output {name!r} is {type(out).__name__}, not a tensor")
     if tuple(out.shape) != tuple(ref.shape):
@@ -198,8 +240,14 @@ def _compare(out: torch.Tensor, ref: torch.Tensor, tolerance: dict, name: str) -
     stats["max_relative_error"] = float(rel.max()) if rel.numel() else 0.0
     if stats["has_nan"] or stats["has_inf"]:
         raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r} holds NaN or Inf") from None
-    ok = diff <= tolerance["max_atol"] + tolerance["max_rtol"] * r.abs()
-    ratio = float(ok.double().mean()) if ok.numel() else 1.0
+    if tolerance.get("rule") == SCALED_RULE and ref.is_floating_point():
+        stats["rule"] = SCALED_RULE
+        ratio = _scaled_check(diff, r, tolerance, name, stats)
+    else:
+        atol = 0.0 if tolerance.get("rule") == SCALED_RULE else tolerance["max_atol"]
+        rtol = 0.0 if tolerance.get("rule") == SCALED_RULE else tolerance["max_rtol"]
+        ok = diff <= atol + rtol * r.abs()
+        ratio = float(ok.double().mean()) if ok.numel() else 1.0
     if o.numel() and not bool(o.ne(0).any()) and bool(r.ne(0).any()):
         raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r} is all zero, the reference is not")
     if ratio < tolerance["required_matched_ratio"]:
@@ -655,10 +703,36 @@ def _warm_thread_pools(problem: dict, workload: dict) -> None:
         problem["namespace"]["run"](*_make_inputs(problem, workload, randomise_names=True))
 
 
+_GC_INTROSPECTION = ("get_objects", "get_referrers", "get_referents", "get_stats", "get_freeze_count")
+_GC_ATTEMPTS: list[str] = []  # filled by the gc guard, read after each workload
+
+
+def _install_gc_guard() -> None:
+    """Replace ``gc``'s introspection of other objects with a function that records the attempt and raises
+    (the runtime back-up of the static check's narrowed ``gc``: ``collect`` and friends stay usable). A
+    solution that walks the heap to find the harness's reference or tensors is REWARD_HACK, even when it
+    swallows the error."""
+    import gc
+
+    def blocked(name: str):
+        def refuse(*args, **kwargs):
+            _GC_ATTEMPTS.append(f"gc.{name}")
+            raise PermissionError(f"gc.{name} (introspection of other objects) is blocked in the sandbox")
+
+        return refuse
+
+    for name in _GC_INTROSPECTION:
+        if hasattr(gc, name):
+            setattr(gc, name, blocked(name))
+
+
 def _sandbox_violation() -> str | None:
-    """A sandbox rule the solution broke (even if it caught the error): network use, child processes."""
+    """A sandbox rule the solution broke (even if it caught the error): network use, heap introspection,
+    child processes."""
     if _NETWORK_ATTEMPTS:
         return f"network access attempted ({len(_NETWORK_ATTEMPTS)}x: {_NETWORK_ATTEMPTS[0]})"
+    if _GC_ATTEMPTS:
+        return f"heap introspection attempted ({len(_GC_ATTEMPTS)}x: {_GC_ATTEMPTS[0]})"
     children = _children()
     if children:
         return f"solution started child processes {children[:8]}"
@@ -729,6 +803,7 @@ def _evaluate(request: dict) -> list[dict]:
     guard = _Guard(settings["defences"]) if mode == "solexecbench" else None
     if guard is not None:
         guard.record_threads()
+        _install_gc_guard()
     try:
         if request["solution"]["kind"] == "reference":
             solution, dps = namespace["run"], False
@@ -785,6 +860,20 @@ def _evaluate(request: dict) -> list[dict]:
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_RDONLY = (
+    2,
+    4,
+    32,
+    4096,
+    16384,
+    1 << 18,
+    1,
+)
+# the host's shared scratch dirs: each evaluation gets its own empty tmpfs on them (or, when the kernel
+# refuses a mount namespace, a scan of them for files the child left behind)
+SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+PRIVATE_TMP_BYTES = 2**30
 _NETWORK_ATTEMPTS: list[str] = []  # filled by the socket guard, read after each workload
 
 
@@ -805,14 +894,15 @@ def _unshare(flags: int) -> str | None:
     return None
 
 
-def _enter_network_namespace() -> str | None:
-    """A fresh network namespace: only a loopback interface, down — no route anywhere, not even to the
-    host's localhost or abstract unix sockets. Root makes one directly; an unprivileged user needs a new
-    user namespace around it (the forked child is single-threaded, as that requires), with identity id
-    maps so file ownership reads as before. Returns None on success, else the kernel's reason."""
+def _enter_namespaces(flags: int) -> str | None:
+    """Fresh namespaces for ``flags`` (network: only a loopback interface, down — no route anywhere, not
+    even to the host's localhost or abstract unix sockets; mount: a private view of the mount table). Root
+    makes them directly; an unprivileged user needs a new user namespace around them (the forked child is
+    single-threaded, as that requires), with identity id maps so file ownership reads as before. Returns
+    None on success, else the kernel's reason."""
     if os.geteuid() == 0:
-        return _unshare(_CLONE_NEWNET)
-    reason = _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
+        return _unshare(flags)
+    reason = _unshare(_CLONE_NEWUSER | flags)
     if reason is None:
         uid, gid = os.getuid(), os.getgid()
         for name, text in (
@@ -823,6 +913,79 @@ def _enter_network_namespace() -> str | None:
             with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
                 handle.write(text)
     return reason
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    encode = lambda x: None if x is None else x.encode()  # noqa: E731
+    if libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {target}: {os.strerror(ctypes.get_errno())}")
+
+
+def _private_scratch(staging: str) -> str:
+    """Inside a fresh mount namespace: an empty tmpfs on each host scratch dir and a private ``HOME``
+    (``/tmp/home``), so nothing a solution writes there outlives its evaluation or reaches the host.
+
+    The sandbox root (which holds the staging dir, the built extensions and staged inputs) usually lives
+    under the host's ``/tmp``: it is bound back at its own path, read-only, with the staging dir bound
+    read-write on top — the child sees exactly what it saw before, minus everything else in ``/tmp``.
+    Returns the private HOME."""
+    root = os.path.dirname(staging)
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    stage_fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+    _mount("none", "/", None, _MS_REC | _MS_PRIVATE)  # nothing mounted here propagates to the host
+    for folder in SCRATCH_DIRS:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            options = f"mode=1777,size={PRIVATE_TMP_BYTES}"
+            _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, options)
+            if root == folder or root.startswith(folder.rstrip("/") + "/"):
+                os.makedirs(root, exist_ok=True)
+                _mount(f"/proc/self/fd/{root_fd}", root, None, _MS_BIND)
+                _mount("none", root, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY)
+                _mount(f"/proc/self/fd/{stage_fd}", staging, None, _MS_BIND)
+    os.close(root_fd)
+    os.close(stage_fd)
+    os.chdir(staging)  # the cwd now resolves through the new mounts
+    home = "/tmp/home"
+    os.makedirs(home, exist_ok=True)
+    return home
+
+
+def _scratch_entries() -> dict[str, tuple[int, int]]:
+    """Top-level entries of the host scratch dirs: path -> (owner uid, inode)."""
+    entries = {}
+    for folder in SCRATCH_DIRS:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                entries[path] = (info.st_uid, info.st_ino)
+    return entries
+
+
+def _leftovers(before: dict[str, tuple[int, int]], uid: int, remove: bool) -> list[str]:
+    """Entries of the host scratch dirs that appeared during an evaluation and belong to the child's
+    ``uid`` (the fallback when no private tmpfs could be mounted). ``remove``: delete them (only when
+    ``uid`` is the sandbox's own, so nothing of the host's is touched)."""
+    import shutil
+
+    found = []
+    for path, (owner, inode) in _scratch_entries().items():
+        if owner == uid and before.get(path) != (owner, inode):
+            found.append(path)
+            if remove:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+    return sorted(found)
 
 
 def _install_socket_guard() -> None:
@@ -866,7 +1029,7 @@ _PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE =
 _CAP_DAC_READ_SEARCH = 2
 
 
-def _drop_root(uid: int, staging: str) -> None:
+def _drop_root(uid: int, staging: str, home: str | None = None) -> None:
     """Run as ``uid`` when the harness runs as root: root ignores ``RLIMIT_NPROC`` and may write anywhere.
 
     Only ``CAP_DAC_READ_SEARCH`` is kept (also ambient, for the compilers ``torch.compile`` starts): an
@@ -880,13 +1043,13 @@ def _drop_root(uid: int, staging: str) -> None:
         os.chown(folder, uid, uid)
         for name in files:
             os.chown(os.path.join(folder, name), uid, uid)
-    scratch = os.path.join(staging, ".tmp")
+    scratch = home or os.path.join(staging, ".tmp")
     os.makedirs(scratch, exist_ok=True)
     os.chown(scratch, uid, uid)
-    os.environ.update(HOME=scratch, TMPDIR=scratch)
+    os.environ.update(HOME=scratch, TMPDIR="/tmp" if home else scratch)
     import tempfile
 
-    tempfile.tempdir = scratch  # gettempdir() may have been cached by the driver, as root
+    tempfile.tempdir = None if home else scratch  # gettempdir() may have been cached by the driver
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0)
@@ -913,16 +1076,43 @@ def _drop_root(uid: int, staging: str) -> None:
 def _isolate(limits: dict, staging: str) -> dict:
     """Network isolation and the process-count limit; returns what was enforced, for the trace."""
     import resource
+    import tempfile
 
     report: dict = {}
-    reason = _enter_network_namespace() if limits.get("network_namespace", True) else "switched off"
+    want_net = limits.get("network_namespace", True)
+    want_tmp = limits.get("private_tmp", True)
+    flags = (_CLONE_NEWNET if want_net else 0) | (_CLONE_NEWNS if want_tmp else 0)
+    refused = _enter_namespaces(flags) if flags else None
+    entered = bool(flags) and refused is None
+    reason = refused if want_net else "switched off"
+    tmp_reason = refused if want_tmp else "switched off"
+    if refused is not None and want_net and want_tmp:  # a kernel that allows one but not both
+        reason = _enter_namespaces(_CLONE_NEWNET)
+        entered = reason is None
     report["network"] = "namespace" if reason is None else "socket-guard"
     if reason is not None:
         report["namespace_refused"] = reason
     _install_socket_guard()
-    in_user_namespace = reason is None and os.geteuid() != 0
+    home = None
+    if tmp_reason is None:
+        try:
+            home = _private_scratch(staging)
+        except OSError as error:
+            tmp_reason = str(error)
+    if home is not None:
+        report["tmp"] = "private-tmpfs"
+        os.environ.update(HOME=home, TMPDIR="/tmp")
+        tempfile.tempdir = None
+    else:  # the host's /tmp stays visible: point HOME/TMPDIR into the staging dir, scan afterwards
+        report["tmp"] = "staging-tmpdir+scan"
+        report["tmp_refused"] = tmp_reason
+        scratch = os.path.join(staging, ".tmp")
+        os.makedirs(scratch, exist_ok=True)
+        os.environ.update(HOME=scratch, TMPDIR=scratch)
+        tempfile.tempdir = scratch
+    in_user_namespace = entered and os.geteuid() != 0
     if os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0:
-        _drop_root(limits["sandbox_uid"], staging)
+        _drop_root(limits["sandbox_uid"], staging, home)
         report["uid"] = limits["sandbox_uid"]
     # inside a fresh user namespace the kernel counts RLIMIT_NPROC per namespace (ucounts, Linux 5.14+):
     # this child is its only task. Outside one it counts every task of the uid on the host, so the limit
@@ -983,7 +1173,36 @@ def _child(request: dict, write_fd: int) -> None:
     os._exit(0)
 
 
+def _child_uid(limits: dict) -> int:
+    """The uid the evaluation runs as (see :func:`_drop_root`)."""
+    if os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0:
+        return int(limits["sandbox_uid"])
+    return os.getuid()
+
+
+def _flag_leftovers(answer: dict, leftovers: list[str]) -> dict:
+    """Files a solution left in the host's scratch dirs make every workload REWARD_HACK."""
+    if not leftovers or "results" not in answer:
+        return answer
+    log = f"files left outside the staging dir: {leftovers[:8]}"
+    for item in answer["results"]:
+        item.update(status="REWARD_HACK", log=log + ("\n" + item["log"] if item.get("log") else ""))
+    return answer
+
+
 def _serve_one(request: dict) -> dict:
+    limits = request["settings"]["limits"]
+    uid = _child_uid(limits)
+    before = _scratch_entries()
+    answer = _serve_child(request)
+    tmp = (answer.get("isolation") or {}).get("tmp")
+    if tmp != "private-tmpfs":  # the host's scratch dirs were visible to the child: scan them
+        sandbox_uid = os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0
+        return _flag_leftovers(answer, _leftovers(before, uid, remove=sandbox_uid))
+    return answer
+
+
+def _serve_child(request: dict) -> dict:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:

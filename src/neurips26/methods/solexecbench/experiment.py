@@ -255,10 +255,25 @@ EXPERIMENT = Experiment(
                 "red_team_problems": 1,
             },
         ),
+        # issue #19: ~3 minutes on 2 cores with >= 5 seeds where a verdict is drawn; the grid shrinks before
+        # the seeds do: the two smoke problems (ladder twice per rung), the 13 red-team families on rmsnorm.
+        # The 12-problem sweep (every op family, red team on 3 problems) is the `wide` profile.
         "default": Profile(
             "default",
-            budget_s=900,
-            seeds=2,
+            budget_s=180,
+            seeds=5,
+            overrides={
+                "problems": "smoke",
+                "max_workloads": 1,
+                "time_budget_s": 0.05,
+                "flush_bytes": 8 * 2**20,
+                "red_team_problems": 1,
+            },
+        ),
+        "wide": Profile(
+            "wide",
+            budget_s=1500,
+            seeds=5,
             overrides={"max_workloads": 1, "time_budget_s": 0.3, "red_team_problems": 3},
         ),
         "full": Profile(

@@ -63,6 +63,20 @@ from neurips26.methods.solexecbench.static_check import static_check
 from neurips26.methods.solexecbench.stored_inputs import check_stored_inputs, stage_stored_inputs
 
 BASELINE_FILE = "baseline.json"
+# A workload without a tolerance is judged by the scale-aware rule (issue #33; driver._scaled_check): per
+# row (last dim), |o - r| <= 1e-2 |r| + 1e-2 x the row's reference RMS on 99% of elements, and every row's
+# RMS error at most 1e-2 of the row's RMS. Integer outputs: exact on 99% of elements. A fixed atol = 1e-2
+# (the previous default, and upstream's) passes stale or constant softmax rows above ~1000 columns.
+DEFAULT_TOLERANCE: dict[str, Any] = {
+    "rule": "scaled",
+    "max_atol": 0.0,
+    "max_rtol": 1e-2,
+    "atol_scale": 1e-2,
+    "norm_rtol": 1e-2,
+    "required_matched_ratio": 0.99,
+    "max_error_cap": None,
+    "allow_negative_inf": False,
+}
 
 
 @dataclass
@@ -292,14 +306,7 @@ class SolExecBench:
                     "axes": definition.resolve_axes(workload.axes),
                     "inputs": {k: v.model_dump() for k, v in workload.inputs.items()},
                     "stored_inputs": stored.get(workload.uuid),
-                    "tolerance": tolerance
-                    or {
-                        "max_atol": 1e-2,
-                        "max_rtol": 1e-2,
-                        "required_matched_ratio": 0.99,
-                        "max_error_cap": None,
-                        "allow_negative_inf": False,
-                    },
+                    "tolerance": tolerance or dict(DEFAULT_TOLERANCE),
                 }
             )
         if solution is None:
@@ -385,6 +392,31 @@ class SolExecBench:
             }
         return self._baseline_cache[problem.name]
 
+    def sol_floor_tolerance(self) -> tuple[float, str]:
+        """The SOL floor's relative tolerance and where it comes from (written into every trace's ``sol``).
+
+        ``config.sol_floor_tolerance`` plus, with ``config.sol_floor_noise``, the hardware spec's measured
+        calibration noise (``spec.noise``: the relative spread of its repeated trials; 0 for a datasheet
+        spec). A time below ``T_SOL`` by less than the noise the spec was measured with is not evidence of
+        a hack."""
+        noise = self.hardware.noise if self.config.sol_floor_noise else 0.0
+        tolerance = min(self.config.sol_floor_tolerance + noise, 0.99)
+        source = f"config {self.config.sol_floor_tolerance:g}"
+        if self.config.sol_floor_noise:
+            measured = self.hardware.calibration
+            source += (
+                f" + calibration noise {noise:.4g} of {self.hardware.name} ("
+                + (
+                    f"{len(measured.get('trials', []))} trials at {measured.get('timestamp', '?')}"
+                    if measured
+                    else "measured spec without a calibration record: run `neurips26 solar calibrate`"
+                    if self.hardware.measured
+                    else "datasheet spec: no measured noise"
+                )
+                + ")"
+            )
+        return tolerance, source
+
     # -- evaluation -----------------------------------------------------------------------------------
     def _precheck(self, problem: Problem, solution: Solution) -> tuple[str, str] | None:
         if solution.definition != problem.name:
@@ -421,6 +453,7 @@ class SolExecBench:
         else:
             baseline = {}
         traces, scores = [], []
+        floor_tolerance, floor_source = self.sol_floor_tolerance()
         environment = Environment(hardware=self.hardware.name, libs={**_libs(), **self._device_libs()})
         by_uuid = {r["uuid"]: r for r in results}
         for workload in problem.workloads:
@@ -428,14 +461,23 @@ class SolExecBench:
             status, log = result["status"], result.get("log", "")
             latency = result.get("performance", {}).get("latency_ms")
             sol, sol_record = self.sol_ms(problem, workload) if status == "PASSED" else (None, {})
+            if sol_record:
+                sol_record = {
+                    **sol_record,
+                    "floor_tolerance": floor_tolerance,
+                    "floor_tolerance_source": floor_source,
+                }
             if (
                 status == "PASSED"
                 and self.config.defence_on("sol_floor")
                 and sol is not None
-                and below_speed_of_light(latency, sol, self.config.sol_floor_tolerance)
+                and below_speed_of_light(latency, sol, floor_tolerance)
             ):
                 status = "REWARD_HACK"
-                log = f"below speed of light: {latency:.4g} ms < T_SOL {sol:.4g} ms on {self.hardware.name}"
+                log = (
+                    f"below speed of light: {latency:.4g} ms < T_SOL {sol:.4g} ms x"
+                    f" (1 - {floor_tolerance:.3g}) on {self.hardware.name} (floor tolerance: {floor_source})"
+                )
             score = score_workload(workload.uuid, status, latency, baseline.get(workload.uuid), sol)
             scores.append(score)
             performance = None

@@ -9,6 +9,15 @@ attribute assignment on ``torch``/``time`` (monkey-patching timers or ops), dund
 (``__globals__``, ``__subclasses__``, ``__code__``...), ``torch.cuda.Stream`` and file I/O (``open``,
 ``os``, ``pathlib``, ``shutil``, ``io``) — the staging dir holds nothing a solution may read or write.
 A dynamic check still backs every rule (a static check alone is easy to dodge).
+
+Two modules are *narrowed*, not banned (issue #33: an honest kernel that sleeps or reads a clock was a false
+positive): ``time`` may be imported and its clocks read or ``sleep`` called (``ALLOWED_ATTRIBUTES``), but
+any other attribute, any assignment to a ``time`` attribute (under any alias) and importing a name it does
+not list stay banned; ``gc`` may ``collect``/``enable``/``disable`` and read its counters, but never
+introspect other objects (``get_objects``, ``get_referrers``, ``get_referents``...). Aliases are tracked
+(``import time as t; t.perf_counter = f`` is caught as a patch of ``time``). The runtime backs them up: the
+driver snapshots the timers' identities and replaces ``gc``'s introspection functions with ones that record
+the attempt (REWARD_HACK).
 """
 
 from __future__ import annotations
@@ -27,7 +36,6 @@ BANNED_MODULES = frozenset(
         "cffi",
         "socket",
         "signal",
-        "gc",
         "inspect",
         "importlib",
         "os",
@@ -38,7 +46,6 @@ BANNED_MODULES = frozenset(
         "builtins",
         "pickle",
         "marshal",
-        "time",
         "asyncio",
         "mmap",
         "resource",
@@ -86,7 +93,26 @@ BANNED_ATTRIBUTES = frozenset(
         "load_inline",
     }
 )
-PATCH_TARGETS = frozenset({"torch", "time", "builtins", "sys", "F", "nn", "np", "numpy"})
+PATCH_TARGETS = frozenset({"torch", "time", "gc", "builtins", "sys", "F", "nn", "np", "numpy"})
+# modules a solution may import, with the only attributes it may use (reading clocks, sleeping, collecting)
+ALLOWED_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "time": frozenset(
+        {
+            "sleep",
+            "perf_counter",
+            "perf_counter_ns",
+            "monotonic",
+            "monotonic_ns",
+            "time",
+            "time_ns",
+            "process_time",
+            "process_time_ns",
+            "thread_time",
+            "thread_time_ns",
+        }
+    ),
+    "gc": frozenset({"collect", "enable", "disable", "isenabled", "get_count", "get_threshold"}),
+}
 
 
 @dataclass(frozen=True)
@@ -118,6 +144,21 @@ def check_source(source: str, path: str = "<solution>") -> list[Finding]:
     def flag(node: ast.AST, reason: str) -> None:
         findings.append(Finding(path, getattr(node, "lineno", 0), reason))
 
+    # local name -> the module it stands for (``import time as t``: t -> time); every import, so a patch
+    # through an alias of torch or time is still a patch
+    aliases = {name: name for name in PATCH_TARGETS}
+    narrowed: set[str] = set()  # local names bound to a narrowed module by ``import time [as t]``
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                aliases[local] = alias.name.split(".")[0]
+                if aliases[local] in ALLOWED_ATTRIBUTES:
+                    narrowed.add(local)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:  # ``from torch import nn as m``: m stands for a torch module
+                aliases[alias.asname or alias.name] = node.module.split(".")[0]
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -127,6 +168,13 @@ def check_source(source: str, path: str = "<solution>") -> list[Finding]:
             module = node.module or ""
             if node.level == 0 and module.split(".")[0] in BANNED_MODULES:
                 flag(node, f"imports from {module!r}")
+            if node.level == 0 and module in ALLOWED_ATTRIBUTES:
+                for alias in node.names:
+                    if alias.name not in ALLOWED_ATTRIBUTES[module]:
+                        flag(
+                            node,
+                            f"imports {alias.name!r} from {module!r} (allowed: reading clocks, sleeping)",
+                        )
             if module.startswith("torch.utils.cpp_extension"):
                 flag(node, "builds C++ at run time (torch.utils.cpp_extension)")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BANNED_CALLS:
@@ -135,10 +183,24 @@ def check_source(source: str, path: str = "<solution>") -> list[Finding]:
             flag(node, f"uses {node.id}")
         elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES:
             flag(node, f"uses attribute {node.attr!r}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in narrowed
+            and node.attr not in ALLOWED_ATTRIBUTES[aliases[node.value.id]]
+        ):
+            module = aliases[node.value.id]
+            flag(node, f"uses {module}.{node.attr} (only {sorted(ALLOWED_ATTRIBUTES[module])} are allowed)")
+        elif isinstance(node, ast.Name) and node.id in narrowed and not isinstance(node.ctx, ast.Load):
+            flag(node, f"rebinds {node.id!r} (the {aliases[node.id]} module)")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
-                if isinstance(target, (ast.Attribute, ast.Subscript)) and _root_name(target) in PATCH_TARGETS:
+                root = _root_name(target)
+                if (
+                    isinstance(target, (ast.Attribute, ast.Subscript))
+                    and aliases.get(root or "") in PATCH_TARGETS
+                ):
                     flag(node, f"assigns to {ast.unparse(target)} (monkey-patching a library)")
         elif isinstance(node, ast.Global):
             flag(node, "uses global state (cross-call caches)")
