@@ -400,8 +400,11 @@ def test_experiment_smoke_cell_runs() -> None:
         metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
         assert {m.name for m in EXPERIMENT.metrics} == set(metrics)
         assert all(math.isfinite(v) for v in metrics.values())
+        # violations depend on the machine's load: reported, never asserted (issue #19)
+        assert 0 <= metrics["violations"] <= metrics["violations_raw"] <= 2
+        assert metrics["spec_noise"] >= 0 and metrics["spec_fp32_gflops"] > 0
         if name == "solar":
-            assert metrics["count_agreement"] == 1.0 and metrics["violations"] == 0.0
+            assert metrics["count_agreement"] == 1.0
         else:
             assert metrics["count_agreement"] == 0.5  # misses CPU attention
 

@@ -67,7 +67,10 @@ def test_export_and_dispatch_give_the_same_counts_and_bounds(name: str) -> None:
         assert exported.bounds.unfused <= dispatched.bounds.unfused
     else:
         assert math.isclose(exported.bounds.unfused, dispatched.bounds.unfused, rel_tol=1e-12)
-    if validate:  # the gate ran on the export IR
+    if validate and name == "kalman_update":  # linalg.solve is replayed: 87% of its MACs run as einsums
+        reason = exported.validation.reason
+        assert not exported.validated and "IR outputs match" in reason and "needs 95%" in reason
+    elif validate:  # the gate ran on the export IR
         assert exported.validated, exported.validation.reason
 
 

@@ -27,7 +27,9 @@ from neurips26.methods.solar.core import (
     rebound,
 )
 from neurips26.methods.solar.hardware import (
+    PEAK_FACTOR,
     HardwareSpec,
+    calibrate,
     calibrate_cpu_local,
     known_hardware,
     load_hardware,
@@ -40,6 +42,7 @@ from neurips26.methods.solar.validation import Validation
 
 __all__ = [
     "FIDELITIES",
+    "PEAK_FACTOR",
     "Access",
     "Affine",
     "Bounds",
@@ -56,6 +59,7 @@ __all__ = [
     "Validation",
     "ViolationAudit",
     "analyze",
+    "calibrate",
     "calibrate_cpu_local",
     "check",
     "execute_graph",

@@ -189,3 +189,12 @@ def total_macs(ops: Iterable[object]) -> dict[str, int]:
         for d, n in op.macs.items():  # type: ignore[attr-defined]
             macs[d] = macs.get(d, 0) + n
     return macs
+
+
+def total_conventional_macs(ops: Iterable[object]) -> dict[str, int]:
+    """MACs by dtype as FlopCounterMode/fvcore count them (padded taps, masked attention included)."""
+    macs: dict[str, int] = {}
+    for op in ops:
+        for d, n in op.conventional_macs.items():  # type: ignore[attr-defined]
+            macs[d] = macs.get(d, 0) + n
+    return macs

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from neurips26.methods.solar.hardware import (
-    calibrate_cpu_local,
+    PEAK_FACTOR,
+    calibrate,
     known_hardware,
     load_hardware,
     save_hardware,
@@ -42,7 +43,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     calibrate = sub.add_parser("calibrate", help="measure this machine's peaks into cpu-local.yaml")
     calibrate.add_argument("--out", default=None, help="YAML path (default: the user hardware directory)")
-    calibrate.add_argument("--headroom", type=float, default=1.5)
+    calibrate.add_argument(
+        "--factor",
+        "--headroom",
+        dest="factor",
+        type=float,
+        default=PEAK_FACTOR,
+        help=f"factor above the best measured rate (default {PEAK_FACTOR}, a documented constant)",
+    )
+    calibrate.add_argument("--trials", type=int, default=5, help="repeated trials; the maximum is kept")
+    calibrate.add_argument(
+        "--quiet-load", type=float, default=None, help="wait for the 1-min load average to fall to this"
+    )
+    calibrate.add_argument("--max-wait", type=float, default=60.0, help="seconds to wait per trial")
     sub.add_parser("hardware", help="list known hardware specs")
 
 
@@ -76,6 +89,20 @@ def load_target(target: str) -> tuple[Any, list[Any]]:
     return obj, list(module.get_inputs())
 
 
+def calibrate_command(args: argparse.Namespace) -> int:
+    """``neurips26 solar calibrate``: :func:`~neurips26.methods.solar.hardware.calibrate` into a YAML file
+    (the spec with its calibration record: timestamp, load averages, every trial, factor, noise)."""
+    spec = calibrate(
+        trials=args.trials,
+        factor=args.factor,
+        quiet_load=args.quiet_load,
+        max_wait_s=args.max_wait if args.quiet_load is not None else 0.0,
+    )
+    path = save_hardware(spec, args.out or user_hardware_dir() / "cpu-local.yaml")
+    print(f"wrote {path}: {spec.notes}")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     """Run one ``solar`` subcommand; print one line per failure and return an exit code."""
     try:
@@ -84,10 +111,7 @@ def main(args: argparse.Namespace) -> int:
                 print(name)
             return 0
         if args.solar_command == "calibrate":
-            spec = calibrate_cpu_local(headroom=args.headroom)
-            path = save_hardware(spec, args.out or user_hardware_dir() / "cpu-local.yaml")
-            print(f"wrote {path}: {spec.notes}")
-            return 0
+            return calibrate_command(args)
         from neurips26.methods.solar.core import analyze
         from neurips26.methods.solar.export import to_solar_yaml
 

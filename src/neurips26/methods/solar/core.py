@@ -24,6 +24,7 @@ from neurips26.methods.solar.bounds import (
     Tiling,
     compute_bounds,
     compute_seconds,
+    total_conventional_macs,
     total_macs,
 )
 from neurips26.methods.solar.frontend_torch import OpRecord, Trace, trace_program
@@ -43,6 +44,8 @@ class SOLReport:
 
     ``bounds`` holds seconds per fidelity (``flop_only <= fused <= cache_aware``; ``unfused`` models
     op-by-op DRAM round trips; ``target`` is attainable within the searched tilings, not a bound).
+    ``macs`` is the exact count the bounds use (taps over zero padding and masked attention entries left
+    out); ``macs_conventional`` counts them as FlopCounterMode, fvcore and most papers do.
     """
 
     program: str
@@ -59,6 +62,7 @@ class SOLReport:
     graph: IRGraph | None = field(default=None, repr=False)
     trace: Trace | None = field(default=None, repr=False)
     frontend_note: str = ""
+    macs_conventional: dict[str, int] = field(default_factory=dict)
 
     @property
     def validated(self) -> bool:
@@ -71,8 +75,13 @@ class SOLReport:
 
     @property
     def flops(self) -> int:
-        """2 x MACs (the convention of FlopCounterMode)."""
+        """2 x MACs (the convention of FlopCounterMode), exact domains."""
         return 2 * sum(self.macs.values())
+
+    @property
+    def flops_conventional(self) -> int:
+        """2 x conventional MACs: what FlopCounterMode/fvcore report where they count the op."""
+        return 2 * sum((self.macs_conventional or self.macs).values())
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -134,7 +143,9 @@ class SOLReport:
                 "target": self.bounds.target_bytes,
             },
             "macs_by_dtype": dict(self.macs),
+            "macs_conventional_by_dtype": dict(self.macs_conventional or self.macs),
             "flops": self.flops,
+            "flops_conventional": self.flops_conventional,
             "other_flops": self.other_flops,
             "arithmetic_intensity": self.arithmetic_intensity,
             "bottleneck": self.bottleneck,
@@ -170,7 +181,8 @@ class SOLReport:
         lines = [
             f"SOLAR report: {self.program} on {self.hardware.name}"
             f" ({'measured' if self.hardware.measured else 'datasheet'})",
-            f"  MACs {dict(self.macs)}  other FLOPs {self.other_flops:,}"
+            f"  MACs {dict(self.macs)} (conventional {dict(self.macs_conventional or self.macs)})"
+            f"  other FLOPs {self.other_flops:,}"
             f"  compulsory bytes {b.compulsory_bytes:,}",
             f"  bounds (s): flop_only {b.flop_only:.3e}  fused {b.fused:.3e}  cache_aware {b.cache_aware:.3e}"
             f"  unfused {b.unfused:.3e}  target {b.target:.3e}",
@@ -326,6 +338,7 @@ def _report_from_trace(
         trace.graph,
         trace,
         trace.note,
+        total_conventional_macs(trace.ops),
     )
 
 

@@ -45,10 +45,31 @@ class OpRecord:
     read_bytes: int
     write_bytes: int
     nodes: list[str] = field(default_factory=list)
+    macs_conventional: dict[str, int] | None = None
 
     @property
     def bytes(self) -> int:
         return self.read_bytes + self.write_bytes
+
+    @property
+    def conventional_macs(self) -> dict[str, int]:
+        """MACs as FlopCounterMode, fvcore and papers count them: every tap of a padded convolution and the
+        full rectangle of a masked attention (``macs`` leaves out what the guards exclude)."""
+        return self.macs if self.macs_conventional is None else self.macs_conventional
+
+
+def conventional_macs(macs: dict[str, int], nodes: list[Any]) -> dict[str, int] | None:
+    """``macs`` plus, for every guarded contraction among ``nodes``, the points its guards exclude (padded
+    taps, masked attention entries): the count over the rectangular domain. None when nothing differs."""
+    extra: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, EinsumNode) and node.is_contraction and node.guards:
+            excluded = math.prod(node.ranks.values()) - node.points()
+            if excluded:
+                extra[node.compute_dtype] = extra.get(node.compute_dtype, 0) + excluded
+    if not extra:
+        return None
+    return {d: macs.get(d, 0) + extra.get(d, 0) for d in {*macs, *extra}}
 
 
 @dataclass
@@ -63,6 +84,8 @@ class Trace:
     constants: dict[str, torch.Tensor]
     frontend: str = "torch-dispatch"
     note: str = ""  # e.g. why the export frontend fell back to the dispatch tracer
+    # JAX: (primitive, trips the count multiplied the body by) per loop, in program order (pre-order)
+    loops: list[tuple[str, int]] = field(default_factory=list)
 
 
 def distinct_elements(t: torch.Tensor) -> int:
@@ -160,6 +183,7 @@ class _Recorder:
                 read,
                 write,
                 [n.name for n in cost.nodes or []],
+                conventional_macs(cost.macs, cost.nodes or []),
             )
         )
         if cost.kind == "view":

@@ -31,14 +31,14 @@ class CacheFlusher:
         self.buffer.add_(1.0)
 
 
-def measure_seconds(
+def measure_samples(
     fn: Callable[[], Any],
     reps: int = 5,
     warmup: int = 1,
     cold: bool = True,
     flusher: CacheFlusher | None = None,
-) -> float:
-    """Median wall time of ``fn()`` over ``reps`` calls; ``cold`` flushes the caches before each call."""
+) -> list[float]:
+    """Wall time of each of ``reps`` calls of ``fn()``; ``cold`` flushes the caches before each call."""
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
     if cold and flusher is None:
@@ -53,4 +53,26 @@ def measure_seconds(
             start = time.perf_counter()
             fn()
             times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def measure_seconds(
+    fn: Callable[[], Any],
+    reps: int = 5,
+    warmup: int = 1,
+    cold: bool = True,
+    flusher: CacheFlusher | None = None,
+) -> float:
+    """Median wall time of ``fn()`` over ``reps`` calls; ``cold`` flushes the caches before each call."""
+    return statistics.median(measure_samples(fn, reps, warmup, cold, flusher))
+
+
+def noise_band(samples: list[float]) -> float:
+    """Relative spread of repeated identical runs: ``(q75 - q25) / median`` (0 for fewer than 4 runs).
+
+    A measured median below a bound by less than this band is within the measurement's own noise."""
+    if len(samples) < 4:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(samples, n=4)
+    median = statistics.median(samples)
+    return (q3 - q1) / median if median > 0 else 0.0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -31,9 +31,17 @@ _TOLERANCE = {
 }
 
 
+# "validated" requires this share of the MACs to be checked independently (issue #33): by an einsum the
+# gate executed against the program, and for loop bodies with the trip count checked by a counter.
+MIN_CHECKED_SHARE = 0.95
+
+
 @dataclass
 class Validation:
-    """The gate's verdict: ``validated`` plus why, the worst error and the independently checked MACs."""
+    """The gate's verdict: ``validated`` plus why, the worst error and the independently checked MACs.
+
+    ``loop_checks`` (JAX): per loop, the trips the count used and the trips a counter executed, the body's
+    MACs per iteration and how many of them one validated iteration checked."""
 
     validated: bool
     reason: str
@@ -41,6 +49,7 @@ class Validation:
     tolerance: float = float("nan")
     checked_mac_fraction: float = 0.0
     seconds: float = 0.0
+    loop_checks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -235,6 +244,16 @@ def validate_trace(
             )
         if error / max(tol, 1e-300) >= worst / max(worst_tol, 1e-300):
             worst, worst_tol = error, tol
+    if fraction < MIN_CHECKED_SHARE:  # the rest was replayed through the program's own ops
+        return Validation(
+            False,
+            f"IR outputs match the program{retraced}, but only {fraction:.1%} of the MACs were checked "
+            f"independently (run as einsums); 'validated' needs {MIN_CHECKED_SHARE:.0%}",
+            worst,
+            worst_tol,
+            fraction,
+            time.perf_counter() - start,
+        )
     return Validation(
         True,
         "IR outputs match the program on random inputs" + retraced,
