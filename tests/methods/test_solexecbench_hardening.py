@@ -276,3 +276,14 @@ def test_sol_floor_flags_only_beyond_the_measured_noise(rmsnorm, monkeypatch, no
         SolExecBenchConfig(**FAST, sol_floor_noise=False), hardware=_spec_with_noise(noise)
     )
     assert unwidened.sol_floor_tolerance()[0] == 0.0
+
+
+def test_the_experiment_calibrates_its_spec_in_process():
+    from neurips26.methods.solexecbench.experiment import experiment_hardware
+
+    spec = experiment_hardware(SolExecBenchConfig())
+    assert spec.name == "cpu-local" and len(spec.calibration["trials"]) == 3 and spec.noise >= 0
+    assert experiment_hardware(SolExecBenchConfig()) is spec  # once per process
+    assert experiment_hardware(SolExecBenchConfig(hardware="H200")) is None  # a named spec is loaded as is
+    tolerance, source = SolExecBench(SolExecBenchConfig(), hardware=spec).sol_floor_tolerance()
+    assert tolerance == spec.noise and "3 trials at" in source

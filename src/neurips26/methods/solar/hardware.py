@@ -199,7 +199,7 @@ def load_hardware(hw: str | HardwareSpec | os.PathLike[str]) -> HardwareSpec:
     if user_file.exists():
         return load_hardware_file(user_file)
     if text == "cpu-local":
-        spec = calibrate()
+        spec = calibrate(trials=3)
         save_hardware(spec, user_file)
         return spec
     raise ValueError(f"hw={text!r} is not a known hardware spec; known: {known_hardware()} (or a .yaml path)")

@@ -52,6 +52,31 @@ def shared_sandbox(threads: int, cuda_visible: str | None = None) -> Sandbox:
     return _SANDBOXES[key]
 
 
+_SPECS: dict[tuple[str, int], Any] = {}
+
+
+def experiment_hardware(config: SolExecBenchConfig) -> Any:
+    """The spec ``T_SOL`` divides by: on CPU with ``hardware="cpu-local"``, calibrated once per process
+    (solar's ``calibrate``, 3 trials at the sandbox's thread count), so its measured noise widens the SOL
+    floor and is recorded in every trace — never a cached file from another day's load. Otherwise the
+    config's name (a GPU's datasheet spec is chosen by the harness)."""
+    if config.hardware != "cpu-local" or host_device(config.device) != "cpu":
+        return None
+    key = (config.hardware, config.threads)
+    if key not in _SPECS:
+        import torch
+
+        from neurips26.methods.solar import calibrate
+
+        previous = torch.get_num_threads()
+        torch.set_num_threads(config.threads)
+        try:
+            _SPECS[key] = calibrate(trials=3, copy_bytes=128 * 2**20)
+        finally:
+            torch.set_num_threads(previous)
+    return _SPECS[key]
+
+
 def select_problems(config: SolExecBenchConfig) -> dict[str, Problem]:
     if config.problems == "all":  # the default six first, so red_team_problems=n picks them
         names = DEFAULT_PROBLEMS + tuple(sorted(set(load_problem_set()) - set(DEFAULT_PROBLEMS)))
@@ -90,7 +115,7 @@ def run(
     ladder: dict[str, dict[str, list[EvaluationResult]]] = {}
     red: dict[str, dict[str, EvaluationResult]] = {}
     sandbox = shared_sandbox(config.threads, sandbox_cuda_visible(host_device(config.device)))
-    with SolExecBench(config, sandbox=sandbox) as bench:
+    with SolExecBench(config, hardware=experiment_hardware(config), sandbox=sandbox) as bench:
         jobs = [
             (p, rung, r)
             for p in problems
