@@ -219,3 +219,12 @@ def test_a_while_loop_inside_a_scan_is_not_validated_when_its_trips_are_unknown(
     assert not report.validated and "needs 95%" in report.validation.reason
     inner = [r for r in report.validation.loop_checks if r["loop"] == "while"]
     assert inner and inner[0]["trips_used"] == 1 and inner[0]["trips_counted"] == 3 and not inner[0]["ok"]
+
+
+def test_a_violation_audit_carries_the_spec_it_was_checked_against():
+    from neurips26.methods.solar.core import analyze, check
+
+    spec = calibrate(trials=2, **SMALL)
+    report = analyze(lambda a, b: a @ b, [torch.randn(64, 64), torch.randn(64, 64)], hw=spec, validate=False)
+    audit = check(report, report.bounds.fused / 2)
+    assert not audit.ok and audit.hardware["calibration"]["trials"] == spec.calibration["trials"]

@@ -365,11 +365,13 @@ def rebound(report: SOLReport, hw: str | HardwareSpec) -> SOLReport:
 
 @dataclass
 class ViolationAudit:
-    """``check``'s verdict: per fidelity the bound, measured/bound and whether it was violated."""
+    """``check``'s verdict: per fidelity the bound, measured/bound and whether it was violated, and the
+    hardware spec the bounds used (with its calibration record), so a violation can be audited."""
 
     measured_seconds: float
     rows: dict[str, dict[str, Any]]
     violations: list[str]
+    hardware: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -409,7 +411,7 @@ def check(report: SOLReport, measured_seconds: float, tolerance: float = 0.0) ->
                 f"{report.hardware.name}: the model is wrong (peaks, counts) or the timing is not cold "
                 "(warm cache, reused results, a timing hack)"
             )
-    return ViolationAudit(float(measured_seconds), rows, violations)
+    return ViolationAudit(float(measured_seconds), rows, violations, report.hardware.to_dict())
 
 
 @dataclass
