@@ -90,7 +90,10 @@ METHODS: tuple[MethodSpec, ...] = (
         "DACS: dual alignment for covariate shift in graph domain adaptation",
         "graph",
         "PyG trainer",
-        "Aligning both covariate and structure shift beats single-alignment GDA.",
+        "Aligning both feature shift (before message passing) and feature-conditional structure shift "
+        "(in propagation) beats single-stage graph domain adaptation under coupled shift.",
+        extras=("graph",),
+        experiment="neurips26.methods.dacs.experiment:EXPERIMENT",
     ),
     _M(
         "sast",
