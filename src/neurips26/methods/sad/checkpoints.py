@@ -36,8 +36,9 @@ class BundleSpec:
     num_train_tasks: int = 4000
     train_lengths: tuple[int, ...] = (1, 2, 3, 4)
     d_model: int = 64
-    synth_steps: int = 700
-    decomposer_steps: int = 700
+    synth_steps: int = 1500
+    nodec_steps: int = 1000
+    decomposer_steps: int = 1000
     finetune: SADConfig = field(default_factory=SADConfig)
     finetune_seeds: tuple[int, ...] = (0,)
     batch_size: int = 64
@@ -65,6 +66,15 @@ def _half(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.to(torch.float16) for k, v in module.state_dict().items()}
 
 
+def _held_out(decomposer: Decomposer, synth: Synthesizer, held) -> str:
+    """Greedy subgoals on held-out steps: synthesizer reward and GT exact match."""
+    with torch.no_grad():
+        greedy = decomposer.generate(held.decomposer_input(), greedy=True)
+        reward = synth.score(held.context, greedy, held.statement).mean()
+        match = (greedy == held.subgoal_seq[:, : greedy.shape[1]]).all(1).float().mean()
+    return f"reward {float(reward):.3f}, GT match {float(match):.3f}"
+
+
 def build_bundle(spec: BundleSpec, log=print) -> dict:
     """Sample the training data and train every model of a bundle (see the module doc)."""
     start = time.perf_counter()
@@ -87,11 +97,14 @@ def build_bundle(spec: BundleSpec, log=print) -> dict:
         f"top-3 {hit.any(1).float().mean():.3f}"
     )
     nodec = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model)
-    h = train_synthesizer(nodec, data, "output", spec.synth_steps, spec.batch_size, seed=1)
+    h = train_synthesizer(nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1)
     log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
     base = Decomposer(d_model=spec.d_model, ff=2 * spec.d_model)
     h = train_supervised(base, data, spec.decomposer_steps, spec.batch_size, seed=2)
-    log(f"SL decomposer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    log(
+        f"SL decomposer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s); "
+        f"held-out {_held_out(base, synth, held)}"
+    )
     bundle = {
         "spec": {**asdict(spec), "finetune": asdict(spec.finetune)},
         "synthesizer": _half(synth),
@@ -118,6 +131,7 @@ def build_bundle(spec: BundleSpec, log=print) -> dict:
                 f"seed {seed} {name}: sup {h.mean('sup'):.3f} "
                 f"reward {h.mean('reward_greedy'):.3f} ({h.seconds:.0f} s)"
             )
+            log(f"  held-out {_held_out(model, synth, held)}")
             bundle["finetuned"][f"{name}/{seed}"] = _half(model)
     log(f"total {time.perf_counter() - start:.0f} s")
     return bundle

@@ -2,7 +2,10 @@
 
 Vocabulary: ``PAD BOS EOS | [ ] OUT x0..x9 -50..50`` (118 tokens). Per example, a model reads::
 
-    x0 [ 1 2 ] x1 3 ... <pad to S> OUT <target value tokens, pad to 8>
+    x0 [ 1 2 ] <pad> <pad> <pad> x1 3 <pad> ... OUT <target value tokens, pad to 8>
+
+Every variable fills a fixed slot of 8 tokens, so element ``k`` of any variable sits at a fixed offset from
+element ``k`` of the target: elementwise relations (``Map``, ``ZipWith``) are a fixed positional pattern.
 
 where the target is the task's output (decomposer, no-decomposition synthesizer) or the subgoal's value
 on that example (synthesizer). A subgoal is generated as one sequence over all examples::
@@ -93,15 +96,14 @@ def state_tokens(state: list[list[dsl.Value]], width: int) -> tuple[np.ndarray, 
     num_examples = len(state)
     tokens = np.full((num_examples, width), PAD, dtype=np.int64)
     positions = np.full((num_examples, dsl.MAX_VARIABLES), -1, dtype=np.int64)
+    slot = 1 + VALUE_TOKENS
     for e, row in enumerate(state):
-        seq: list[int] = []
-        for v, value in enumerate(row):
-            positions[e, v] = len(seq)
-            seq.append(VAR0 + v)
-            seq.extend(value_tokens(value))
-        if len(seq) > width:
-            raise ValueError(f"state needs {len(seq)} tokens, more than width={width}")
-        tokens[e, : len(seq)] = seq
+        if len(row) * slot > width:
+            raise ValueError(f"state needs {len(row) * slot} tokens, more than width={width}")
+        for v, value in enumerate(row):  # fixed slots: element k of every variable sits at a fixed offset
+            positions[e, v] = v * slot
+            toks = [VAR0 + v, *value_tokens(value)]
+            tokens[e, v * slot : v * slot + len(toks)] = toks
     return tokens, positions
 
 
