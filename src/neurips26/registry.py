@@ -28,6 +28,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml", "pydantic", "fvcore"),
     "dist": ("ray",),
+    "prompt": ("catsim",),
 }
 
 
@@ -166,6 +167,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "agent",
         "optimizer hook",
         "Selecting informative evaluation examples makes prompt optimization cheaper and better.",
+        extras=("prompt",),
+        experiment="neurips26.methods.poes.experiment:EXPERIMENT",
     ),
     _M(
         "screensearch",
