@@ -137,6 +137,12 @@ class POESScheduler:
         p_idx, i_idx, scores = self._arrays(responses)
         return [self.items[i] for i in self.select_indices(p_idx, i_idx, scores, len(self.prompts))]
 
+    def observe(self, responses: Responses) -> dict[Hashable, float]:
+        """Refit the 1PL model on ``responses`` without selecting; returns every prompt's ability."""
+        p_idx, i_idx, scores = self._arrays(responses)
+        self.observe_indices(p_idx, i_idx, scores, len(self.prompts))
+        return self.abilities()
+
     def best(self) -> Hashable:
         """The best prompt so far: highest IRT ability (or raw mean when ``rank_by_ability`` is off)."""
         if self._fit is None or not self.prompts:
