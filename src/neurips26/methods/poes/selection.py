@@ -11,7 +11,6 @@ location is monotone submodular, so greedy attains (1 - 1/e) of the optimum (Nem
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,35 +81,36 @@ class SubsetObjective:
         return self.lam * utility + (1.0 - self.lam) * self.coverage_scale * fl
 
 
-def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 16) -> list[int]:
+def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int]:
     """Greedy maximisation of F with lazy (Minoux 1978) marginal-gain updates; returns k item indices.
 
-    Submodularity makes a stale gain an upper bound, so an item whose gain is fresh and tops the heap is
-    the greedy choice. Stale bounds are refreshed ``batch`` at a time in one vectorised call. Ties break
-    to the lowest index, exactly as ``argmax`` in plain greedy.
+    Submodularity makes a stale gain an upper bound, so the item with the largest bound is the greedy
+    choice as soon as its bound is fresh. Bounds live in one array (no Python heap): each refresh
+    recomputes, in one vectorised call, the ``batch`` largest stale bounds. Ties break to the lowest
+    index, exactly as ``argmax`` in plain greedy.
     """
     n = len(objective.utility)
     if not 1 <= k <= n:
         raise ValueError(f"k must lie in [1, {n}], got {k}")
     coverage = np.zeros(n, dtype=objective.similarity.dtype)
-    first = objective.gains(coverage)  # one vectorised pass for the initial bounds
-    heap = [(-float(g), i, 0) for i, g in enumerate(first)]
-    heapq.heapify(heap)
+    bound = objective.gains(coverage)  # one vectorised pass: every bound is fresh at step 0
+    fresh = np.ones(n, dtype=bool)
     chosen: list[int] = []
-    step = 0
     while len(chosen) < k:
-        if heap[0][2] == step:  # fresh and on top: the greedy choice
-            _, i, _ = heapq.heappop(heap)
-            chosen.append(i)
-            coverage = np.maximum(coverage, objective.similarity[i])
-            step += 1
+        top = int(np.argmax(bound))
+        if fresh[top]:  # largest bound and exact: the greedy choice
+            chosen.append(top)
+            bound[top] = -np.inf
+            coverage = np.maximum(coverage, objective.similarity[top])
+            fresh[:] = False
             continue
-        stale: list[int] = []
-        while heap and heap[0][2] != step and len(stale) < batch:
-            stale.append(heapq.heappop(heap)[1])
-        fresh = objective.gains(coverage, np.asarray(stale))
-        for i, g in zip(stale, fresh, strict=True):
-            heapq.heappush(heap, (-float(g), i, step))
+        if n - len(chosen) > batch:
+            rows = np.argpartition(-bound, batch)[:batch]
+            rows = np.union1d(rows[~fresh[rows] & np.isfinite(bound[rows])], [top])
+        else:
+            rows = np.flatnonzero(~fresh & np.isfinite(bound))
+        bound[rows] = objective.gains(coverage, rows)
+        fresh[rows] = True
     return chosen
 
 
