@@ -195,6 +195,7 @@ class EdgeRatioEstimate:
     target_joint: np.ndarray  # (K, K) P_T(a, b) over edges
     source_assign: np.ndarray  # (N_S,) prototype of each source node
     target_assign: np.ndarray  # (N_T,) prototype of each target node
+    centers: np.ndarray  # (K, d) k-means centres (standardised space), the next estimate's warm start
 
 
 def edge_pair_histogram(assign: np.ndarray, edge_index: np.ndarray, k: int) -> np.ndarray:
@@ -207,9 +208,20 @@ def edge_pair_histogram(assign: np.ndarray, edge_index: np.ndarray, k: int) -> n
 
 
 def cluster_prototypes(
-    source_repr: torch.Tensor, target_repr: torch.Tensor, k: int, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """K-means (scikit-learn) on the joint, standardised representations; returns both domains' labels."""
+    source_repr: torch.Tensor,
+    target_repr: torch.Tensor,
+    k: int,
+    seed: int,
+    init: np.ndarray | None = None,
+    max_fit: int = 4000,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K-means (scikit-learn) on the joint, standardised representations of both domains.
+
+    Fitted on at most ``max_fit`` nodes drawn evenly from both domains, then every node is assigned to
+    its nearest centre (linear in the node count). ``init`` (``(k, d)``, e.g. the previous estimate's
+    centres) warm-starts one k-means run; otherwise k-means++ with one restart. Returns the source
+    labels, the target labels and the centres (in the standardised space).
+    """
     from sklearn.cluster import KMeans
 
     joint = torch.cat([source_repr, target_repr]).detach().cpu().double().numpy()
@@ -217,9 +229,15 @@ def cluster_prototypes(
     if k > n_total:
         raise ValueError(f"n_prototypes={k} exceeds the number of nodes in both domains ({n_total})")
     joint = (joint - joint.mean(axis=0)) / (joint.std(axis=0) + 1e-8)
-    labels = KMeans(n_clusters=k, n_init=3, random_state=seed, max_iter=100).fit_predict(joint)
+    rng = np.random.default_rng(seed)
+    fit_rows = rng.permutation(n_total)[:max_fit] if n_total > max_fit else np.arange(n_total)
+    usable_init = init is not None and init.shape == (k, joint.shape[1])
+    kmeans = KMeans(
+        n_clusters=k, init=init if usable_init else "k-means++", n_init=1, random_state=seed, max_iter=100
+    ).fit(joint[fit_rows])
+    labels = kmeans.predict(joint).astype(np.int64)
     n_source = source_repr.shape[0]
-    return labels[:n_source].astype(np.int64), labels[n_source:].astype(np.int64)
+    return labels[:n_source], labels[n_source:], kmeans.cluster_centers_
 
 
 def prototype_edge_ratio(
@@ -232,6 +250,7 @@ def prototype_edge_ratio(
     delta: float,
     seed: int = 0,
     max_weight: float = 10.0,
+    init: np.ndarray | None = None,
 ) -> EdgeRatioEstimate:
     """DACS stage 2 at one layer: the feature-conditional edge ratio on source edges.
 
@@ -242,8 +261,10 @@ def prototype_edge_ratio(
        towards 1 relative to O(1) residuals whatever K is);
     4. ``gamma = conditional_ratio(w, P_S, delta)`` and the weight of source edge ``(j -> i)`` is
        ``gamma[a(i), a(j)]``, clipped to ``max_weight``.
+
+    ``init`` warm-starts k-means from earlier centres (the trainer passes the previous estimate's).
     """
-    src_assign, tgt_assign = cluster_prototypes(source_repr, target_repr, k, seed)
+    src_assign, tgt_assign, centers = cluster_prototypes(source_repr, target_repr, k, seed, init)
     src_edges = source_edge_index.detach().cpu().numpy()
     tgt_edges = target_edge_index.detach().cpu().numpy()
     p_s = edge_pair_histogram(src_assign, src_edges, k)
@@ -262,6 +283,7 @@ def prototype_edge_ratio(
         target_joint=p_t,
         source_assign=src_assign,
         target_assign=tgt_assign,
+        centers=centers,
     )
 
 

@@ -259,6 +259,7 @@ class DACSTrainer:
                     delta=config.ratio_delta,
                     seed=config.seed + layer,
                     max_weight=config.max_edge_weight,
+                    init=self.ratio_estimates_[layer].centers if self.ratio_estimates_ else None,
                 )
                 estimates.append(estimate)
                 weight = estimate.weights
