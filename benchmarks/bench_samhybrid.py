@@ -9,18 +9,18 @@ from __future__ import annotations
 import torch
 
 from neurips26.data.dynamics import get_system, make_splits
-from neurips26.methods.samhybrid import SAMHybridConfig
-from neurips26.methods.samhybrid.experiment import RECIPES, train_system
+from neurips26.methods.samhybrid.experiment import EXPERIMENT, SAMHybridExperimentConfig, train_system
 
 REPEATS = 5
 ITERATIONS = 100
 
 
-def seconds_per_step(system_name: str, config: SAMHybridConfig) -> float:
+def seconds_per_step(system_name: str, config: SAMHybridExperimentConfig) -> float:
     """Best of ``REPEATS`` trainings of ``ITERATIONS`` steps, per step."""
     data = make_splits(get_system(config.ode_system), config.n_train, config.n_test, config.noise_std, seed=0)
     times = [
-        train_system(RECIPES[system_name], config, seed, data.train, data.times)[1] for seed in range(REPEATS)
+        train_system(EXPERIMENT.build_system(system_name, config), config, seed, data.train, data.times)[1]
+        for seed in range(REPEATS)
     ]
     return min(times) / config.iterations
 
@@ -28,7 +28,7 @@ def seconds_per_step(system_name: str, config: SAMHybridConfig) -> float:
 def main() -> None:
     torch.set_num_threads(1)
     for shape in ("additive", "non_additive"):
-        config = SAMHybridConfig(shape=shape, iterations=ITERATIONS)
+        config = SAMHybridExperimentConfig(shape=shape, iterations=ITERATIONS)
         erm = seconds_per_step("erm", config)
         print(f"{shape:14s} ERM {erm * 1e3:6.2f} ms/step", end="")
         for name in ("sam_ml", "sam_all", "asam_ml"):

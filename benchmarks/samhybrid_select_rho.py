@@ -11,7 +11,8 @@ import warnings
 import torch
 
 from neurips26.data.dynamics import get_system, make_splits
-from neurips26.methods.samhybrid import HybridModel, SAMHybrid, SAMHybridConfig, identifiability_report
+from neurips26.methods.samhybrid import HybridModel, SAMHybrid, identifiability_report
+from neurips26.methods.samhybrid.experiment import SAMHybridExperimentConfig
 from neurips26.methods.samhybrid.integration import ml_io_sizes
 from neurips26.methods.samhybrid.physics import build_physics
 from neurips26.zoo.builders import tiny_mlp
@@ -22,7 +23,7 @@ SEEDS = (100, 101)
 
 def main() -> None:
     torch.set_num_threads(1)
-    config = SAMHybridConfig()
+    config = SAMHybridExperimentConfig()
     system = get_system(config.ode_system)
     data = make_splits(system, config.n_train, config.n_test, config.noise_std, seed=100)
     ml_in, ml_out = ml_io_sizes(config.shape, system.state_dim)

@@ -1,4 +1,5 @@
-"""Baselines of the SAM-hybrid experiment, each a recipe: (config, model) -> (optimizer, penalty).
+"""Baselines of the SAM-hybrid experiment: each system is a ``Recipe`` (what it trains, with which optimizer
+and hyper-parameters), built from the experiment config by the factories in ``experiment.py``.
 
 Provenance:
 - ERM, ERM + L2: plain ``torch.optim.Adam`` (L2 as Adam's weight decay on the ML group only).
@@ -10,10 +11,47 @@ Provenance:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
+from neurips26.core.validation import check_choice
+from neurips26.methods.samhybrid.config import SAMHybridConfig
 from neurips26.methods.samhybrid.integration import HybridModel, additive
+
+STRUCTURES = ("hybrid", "physics", "neural")
+OPTIMIZERS = ("adam", "adam_l2", "aphynity", "sam_all", "sam_hybrid")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One system of the experiment: what it trains and how (every hyper-parameter it uses is here).
+
+    ``structure``: ``"hybrid"`` (physics + ML), ``"physics"`` (no ML part) or ``"neural"`` (no physics).
+    ``optimizer``: ``"adam"``, ``"adam_l2"`` (weight decay on the ML group), ``"aphynity"`` (Adam plus
+    APHYNITY's penalty), ``"sam_all"`` (pytorch-optimizer's SAM on every parameter, radius ``sam.rho``)
+    or ``"sam_hybrid"`` (``SAMHybrid.from_config(sam)``).
+    """
+
+    name: str
+    structure: str
+    optimizer: str
+    lr: float
+    sam: SAMHybridConfig | None = None
+    l2_weight: float = 0.0
+    aphynity_lambda0: float = 1.0
+    aphynity_tau: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_choice("structure", self.structure, STRUCTURES)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+
+    def penalty(self) -> AphynityPenalty | None:
+        """A fresh APHYNITY penalty for the ``aphynity`` recipe (its lambda is trained state), else None."""
+        if self.optimizer != "aphynity":
+            return None
+        return AphynityPenalty(self.aphynity_lambda0, self.aphynity_tau)
 
 
 class AphynityPenalty:
@@ -50,22 +88,22 @@ class NeuralField(nn.Module):
         return self.ml(state)
 
 
-def make_optimizer(kind: str, model: nn.Module, lr: float, rho: float, rho_asam: float, l2: float):
-    """The optimizer of each system, on the same learning rate."""
+def make_optimizer(recipe: Recipe, model: nn.Module) -> torch.optim.Optimizer:
+    """The optimizer a recipe names, built from the recipe's own hyper-parameters."""
     from pytorch_optimizer import SAM
 
     from neurips26.methods.samhybrid.core import SAMHybrid
 
-    if kind in ("adam", "aphynity"):
-        return torch.optim.Adam(model.parameters(), lr=lr)
-    if kind == "adam_l2":
-        return torch.optim.Adam(model.param_groups(weight_decay=l2), lr=lr)
-    if kind == "sam_all":
-        return SAM(model.parameters(), torch.optim.Adam, rho=rho, lr=lr)
-    if kind == "sam_ml":
-        return SAMHybrid(model.param_groups(), torch.optim.Adam, rho=rho, rho_physics=0.0, lr=lr)
-    if kind == "asam_ml":
-        return SAMHybrid(
-            model.param_groups(), torch.optim.Adam, rho=rho_asam, rho_physics=0.0, adaptive=True, lr=lr
-        )
-    raise ValueError(f"unknown optimizer kind {kind!r}")
+    if recipe.optimizer in ("adam", "aphynity"):
+        return torch.optim.Adam(model.parameters(), lr=recipe.lr)
+    if recipe.optimizer == "adam_l2":
+        return torch.optim.Adam(model.param_groups(weight_decay=recipe.l2_weight), lr=recipe.lr)
+    if recipe.sam is None:
+        raise ValueError(f"recipe {recipe.name!r}: optimizer {recipe.optimizer!r} needs a SAMHybridConfig")
+    if recipe.optimizer == "sam_all":
+        return SAM(model.parameters(), torch.optim.Adam, rho=recipe.sam.rho, lr=recipe.lr)
+    if recipe.optimizer == "sam_hybrid":
+        return SAMHybrid.from_config(model.param_groups(), torch.optim.Adam, recipe.sam, lr=recipe.lr)
+    raise ValueError(
+        f"recipe {recipe.name!r}: unknown optimizer {recipe.optimizer!r}; choose one of {OPTIMIZERS}"
+    )

@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from neurips26.core.validation import check_positive
+from neurips26.core.validation import check_choice, check_positive
+from neurips26.methods.samhybrid.config import ASCENTS, SAMHybridConfig
 
 ParamsOrGroups = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
 
@@ -41,11 +42,29 @@ class SAMHybrid(torch.optim.Optimizer):
         Radius of the physics groups (default 0: the paper's hybrid adaptation as we read it).
     adaptive:
         ASAM's scale-invariant ball (``e = rho * w^2 g / ||w g||``).
+    ascent:
+        ``"gradient"`` (SAM: the ascent direction is the gradient) or ``"random"`` (a random direction
+        drawn from the global torch generator, scaled to the same radius: the negative control that keeps
+        the perturbation's size and drops its sharpness-awareness).
+    perturb_eps:
+        Added to the norm of the ascent direction (guards a zero gradient).
     **base_kwargs:
         Passed to ``base_optimizer`` (``lr``, ``weight_decay``, ...).
 
-    Use ``step(closure)`` where ``closure`` zeroes nothing, runs forward and backward and returns the loss;
-    or call ``first_step`` / ``second_step`` around your own second forward-backward.
+    Use ``step(closure)`` with the PyTorch closure convention (as ``torch.optim.LBFGS`` documents): the
+    closure clears the gradients, runs forward and backward, and returns the loss. It is called twice per
+    step (at w and at w + e(w))::
+
+        def closure():
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+
+    Or call ``first_step`` / ``second_step`` around your own second forward-backward. A closure that does
+    not clear the gradients makes the first pass of each step add to the previous step's gradients.
     """
 
     def __init__(
@@ -56,8 +75,10 @@ class SAMHybrid(torch.optim.Optimizer):
         rho_physics: float = 0.0,
         adaptive: bool = False,
         perturb_eps: float = 1e-12,
+        ascent: str = "gradient",
         **base_kwargs: Any,
     ) -> None:
+        check_choice("ascent", ascent, ASCENTS)
         check_positive("rho", rho, allow_zero=True)
         check_positive("rho_physics", rho_physics, allow_zero=True)
         check_positive("perturb_eps", perturb_eps)
@@ -71,43 +92,87 @@ class SAMHybrid(torch.optim.Optimizer):
             group.setdefault("rho", rho_physics if role == "physics" else rho)
             check_positive("group rho", group["rho"], allow_zero=True)
         # ``perturb_eps``, not ``eps``: group keys are shared with the base optimizer, and Adam reads ``eps``.
-        defaults = {"rho": rho, "adaptive": adaptive, "perturb_eps": perturb_eps, **base_kwargs}
+        defaults = {
+            "rho": rho,
+            "adaptive": adaptive,
+            "perturb_eps": perturb_eps,
+            "ascent": ascent,
+            **base_kwargs,
+        }
         super().__init__(groups, defaults)
         self.base_optimizer = base_optimizer(self.param_groups, **base_kwargs)
         self.param_groups = self.base_optimizer.param_groups  # one set of groups: lr changes reach both
         self.defaults.update(self.base_optimizer.defaults)
 
+    @classmethod
+    def from_config(
+        cls,
+        params: ParamsOrGroups,
+        base_optimizer: type[torch.optim.Optimizer],
+        config: SAMHybridConfig,
+        **base_kwargs: Any,
+    ) -> SAMHybrid:
+        """``SAMHybrid`` with its settings from a ``SAMHybridConfig`` (``base_kwargs`` go to the base)."""
+        if not isinstance(config, SAMHybridConfig):
+            raise TypeError(f"config must be a SAMHybridConfig, got {type(config).__name__}")
+        return cls(
+            params,
+            base_optimizer,
+            rho=config.rho,
+            rho_physics=config.rho_physics,
+            adaptive=config.adaptive,
+            perturb_eps=config.perturb_eps,
+            ascent=config.ascent,
+            **base_kwargs,
+        )
+
     @torch.no_grad()
-    def _perturbed_grad_norm(self) -> torch.Tensor:
-        """||g|| (or ||w g|| for ASAM) over the groups whose radius is positive."""
+    def _ascent_directions(self) -> list[list[torch.Tensor | None]]:
+        """Per group and parameter: the direction d to climb (g, or a random draw), None where no grad."""
+        return [
+            [
+                None if p.grad is None else (p.grad if group["ascent"] == "gradient" else torch.randn_like(p))
+                for p in group["params"]
+            ]
+            for group in self.param_groups
+        ]
+
+    @torch.no_grad()
+    def _perturbed_norm(self, directions: list[list[torch.Tensor | None]]) -> torch.Tensor:
+        """||d|| (or ||w d|| for ASAM) over the groups whose radius is positive."""
         norms = []
-        for group in self.param_groups:
+        for group, group_directions in zip(self.param_groups, directions, strict=True):
             if group["rho"] <= 0:
                 continue
-            grads = [
-                (p.abs() * p.grad if group["adaptive"] else p.grad)
-                for p in group["params"]
-                if p.grad is not None
+            scaled = [
+                (p.abs() * d if group["adaptive"] else d)
+                for p, d in zip(group["params"], group_directions, strict=True)
+                if d is not None
             ]
-            if grads:
-                norms.append(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
+            if scaled:
+                norms.append(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(scaled))))
         if not norms:
             return torch.zeros(())
         return torch.linalg.vector_norm(torch.stack(norms))
 
     @torch.no_grad()
     def first_step(self, zero_grad: bool = False) -> None:
-        """Move to the worst case in the ball: w <- w + e(w); remembers w to restore it."""
-        grad_norm = self._perturbed_grad_norm()
-        for group in self.param_groups:
-            scale = group["rho"] / (grad_norm + group["perturb_eps"])
-            for p in group["params"]:
-                if p.grad is None:
+        """Move to the worst case in the ball: w <- w + e(w); remembers w to restore it.
+
+        e = rho * d / ||d|| with d = g (SAM), or e = rho * w^2 d / ||w d|| (ASAM); the norm spans the
+        perturbed groups only, so the whole radius goes to them.
+        """
+        directions = self._ascent_directions()
+        norm = self._perturbed_norm(directions)
+        for group, group_directions in zip(self.param_groups, directions, strict=True):
+            scale = group["rho"] / (norm + group["perturb_eps"])
+            for p, d in zip(group["params"], group_directions, strict=True):
+                if d is None:
                     continue
                 self.state[p]["old_p"] = p.detach().clone()
                 if group["rho"] <= 0:
                     continue
-                e_w = (p.pow(2) if group["adaptive"] else 1.0) * p.grad * scale.to(p)
+                e_w = (p.pow(2) if group["adaptive"] else 1.0) * d * scale.to(p)
                 p.add_(e_w)
         if zero_grad:
             self.zero_grad()
@@ -125,10 +190,12 @@ class SAMHybrid(torch.optim.Optimizer):
             self.zero_grad()
 
     def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor:  # type: ignore[override]
-        """One SAM step; ``closure`` must run forward and backward and return the loss (two calls)."""
+        """One SAM step. ``closure`` clears the gradients, runs forward and backward and returns the loss
+        (the PyTorch convention); it is called at w and at w + e(w). Returns the loss at w."""
         if closure is None:
             raise ValueError(
-                "SAMHybrid.step needs a closure that runs forward and backward and returns the loss"
+                "SAMHybrid.step needs a closure that clears the gradients, runs forward and backward "
+                "and returns the loss"
             )
         closure = torch.enable_grad()(closure)
         loss = closure()

@@ -113,9 +113,6 @@ class HybridModel(nn.Module):
             )
         return field_value
 
-    def physics_field(self, state: torch.Tensor) -> torch.Tensor:
-        return self.physics(state)
-
     def theta(self) -> dict[str, float]:
         """Current scientific parameter estimates by name."""
         return {name: float(p.detach()) for name, p in self.physics.named_parameters() if p.numel() == 1}
