@@ -84,6 +84,7 @@ class System:
     name: str
     kind: str
     poes: POESConfig | None = None
+    budget_multiplier: int = 1  # a naive scheduler given m times POES's budget (k m items per candidate)
 
     def factory(self, k: int) -> Any:
         def build(pool: ItemPool) -> RoundScheduler:
@@ -114,6 +115,7 @@ SYSTEMS = {
     "poes": _poes("poes"),
     "full_evaluation": lambda c: System("full_evaluation", "full"),
     "random_minibatch": lambda c: System("random_minibatch", "random_minibatch"),
+    "random_minibatch_2k": lambda c: System("random_minibatch_2k", "random_minibatch", budget_multiplier=2),
     "fixed_random": lambda c: System("fixed_random", "fixed_random"),
     "fixed_facility_location": lambda c: System("fixed_facility_location", "fixed_facility_location"),
     "maxinfo_leader": lambda c: System("maxinfo_leader", "maxinfo_leader", c.method),
@@ -138,7 +140,12 @@ def run(
 ) -> dict[str, Any]:
     settings = config.settings()
     results = [
-        simulate(system.factory(config.k), settings, seed * 10_000 + task)
+        simulate(
+            system.factory(config.k),
+            settings,
+            seed * 10_000 + task,
+            budget_per_round=system.budget_multiplier * settings.children_per_round * config.k,
+        )
         for task in progress.loop(range(config.n_tasks), total=config.n_tasks, desc=system.name)
     ]
     final = np.array([r.final_accuracy for r in results])
@@ -170,6 +177,18 @@ EXPERIMENT = Experiment(
             "regret",
             "poes",
             EQUAL_BUDGET_BASELINES,
+            controls=("fixed_random",),
+        ),
+        Claim(
+            "POES with k items per candidate matches a random minibatch of 2k (half the evaluation calls)",
+            "final_accuracy",
+            "poes",
+            ("random_minibatch_2k",),
+            kind="noninferior",
+            margin=0.01,
+            margin_scale="absolute",
+            margin_source="ours: 1 pp of accuracy, a third of the paper's smallest reported gain (+3.0 pp); "
+            "paper: k = 20 matches naive k = 30-50",
             controls=("fixed_random",),
         ),
     ),
