@@ -12,17 +12,19 @@ gepa = pytest.importorskip("gepa")
 from gepa.core.adapter import EvaluationBatch  # noqa: E402
 
 from neurips26.methods.poes import POESConfig  # noqa: E402
-from neurips26.methods.poes.integration import POESEvaluationPolicy  # noqa: E402
+from neurips26.methods.poes.integration import POESEvaluationPolicy, RecordingAdapter  # noqa: E402
+from neurips26.methods.poes.replay import ResponseRecorder, ResponseReplayer, prompt_hash  # noqa: E402
 
 VOCABULARY = [f"w{i}" for i in range(12)]
 
 
-def make_examples(seed: int, n: int) -> list[dict[str, Any]]:
+def make_examples(seed: int, n: int, prefix: str = "") -> list[dict[str, Any]]:
     """Each example is solved when the instruction holds at least ``need`` of its keywords."""
     rng = np.random.default_rng(seed)
     return [
         {
             "id": i,
+            "uid": f"{prefix}{i}",
             "keys": frozenset(rng.choice(VOCABULARY, 4, replace=False).tolist()),
             "need": int(rng.integers(1, 4)),
         }
@@ -71,12 +73,12 @@ def keyword_proposer(seed: int) -> Any:
     return propose
 
 
-def run_gepa(policy: Any, tmp_path: Any, seed: int = 0) -> tuple[Any, KeywordAdapter]:
-    adapter = KeywordAdapter()
+def run_gepa(policy: Any, tmp_path: Any, seed: int = 0, adapter: Any = None) -> tuple[Any, Any]:
+    adapter = adapter if adapter is not None else KeywordAdapter()
     result = gepa.optimize(
         seed_candidate={"instruction": "w0"},
-        trainset=make_examples(1, 20),
-        valset=make_examples(2, 60),
+        trainset=make_examples(1, 20, "train"),
+        valset=make_examples(2, 60, "val"),
         adapter=adapter,
         custom_candidate_proposer=keyword_proposer(seed),
         reflection_minibatch_size=4,
@@ -122,3 +124,26 @@ def test_policy_valset_score_is_the_irt_prediction(tmp_path: Any) -> None:
     assert policy.scheduler is not None
     for idx in range(len(result.candidates)):
         assert 0.0 < policy.scheduler.predicted_accuracy(idx) < 1.0
+
+
+def test_recording_adapter_logs_every_score_of_a_gepa_run_for_exact_replay(tmp_path: Any) -> None:
+    train, val = make_examples(1, 20, "train"), make_examples(2, 60, "val")
+    ids = [ex["uid"] for ex in train + val]
+
+    def example_id(ex: dict) -> str:
+        return ex["uid"]
+
+    inner = KeywordAdapter()
+    with ResponseRecorder(tmp_path / "gepa.jsonl", ids) as recorder:
+        result, _ = run_gepa(
+            POESEvaluationPolicy(k=10),
+            tmp_path / "rec",
+            adapter=RecordingAdapter(inner, recorder, example_id),
+        )
+    replayer = ResponseReplayer(tmp_path / "gepa.jsonl", ids)
+    recorded = sum(len(row) for row in replayer.scores.values())
+    assert 0 < recorded <= inner.calls
+    by_id = {example_id(ex): ex for ex in train + val}
+    for candidate in result.candidates:
+        for key, score in replayer.scores[prompt_hash(candidate)].items():
+            assert score == inner.evaluate([by_id[key]], candidate).scores[0]

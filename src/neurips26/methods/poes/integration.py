@@ -91,3 +91,34 @@ class POESEvaluationPolicy(EvaluationPolicy):
         if not 0 <= program_idx < n:
             raise ValueError(f"program_idx must lie in [0, {n}), got {program_idx}")
         return self._refit(state).predicted_accuracy(program_idx)
+
+
+class RecordingAdapter:
+    """Wrap any GEPA adapter so every scored (candidate, example) lands in a :class:`ResponseRecorder`.
+
+    Parameters
+    ----------
+    adapter:
+        The GEPA adapter doing the real work (LLM calls + metric).
+    recorder:
+        A ``ResponseRecorder`` over the ids of the examples that will be scored.
+    example_id:
+        Maps a data instance to its id in the recorder (e.g. ``lambda ex: ex["id"]``).
+    """
+
+    def __init__(self, adapter: Any, recorder: Any, example_id: Any) -> None:
+        self.adapter = adapter
+        self.recorder = recorder
+        self.example_id = example_id
+        self.propose_new_texts = getattr(adapter, "propose_new_texts", None)
+
+    def evaluate(self, batch: list[Any], candidate: dict[str, str], capture_traces: bool = False) -> Any:
+        result = self.adapter.evaluate(batch, candidate, capture_traces)
+        for example, score in zip(batch, result.scores, strict=True):
+            self.recorder.record(candidate, self.example_id(example), score)
+        return result
+
+    def make_reflective_dataset(
+        self, candidate: dict[str, str], eval_batch: Any, components_to_update: list[str]
+    ) -> Any:
+        return self.adapter.make_reflective_dataset(candidate, eval_batch, components_to_update)
