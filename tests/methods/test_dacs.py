@@ -314,3 +314,15 @@ def test_target_labels_are_warned_about_and_ignored():
         labelled = DACSTrainer(config).fit(pair.source, pair.target)
     unlabelled = DACSTrainer(config).fit(pair.source, target)
     assert torch.equal(labelled.predict_logits(target), unlabelled.predict_logits(target))
+
+
+def test_readme_usage_snippet_runs():
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).parents[2] / "src/neurips26/methods/dacs/README.md"
+    snippet = re.search(r"```python\n(.*?)```", readme.read_text(), re.DOTALL).group(1)
+    namespace: dict = {}
+    exec(compile(snippet, str(readme), "exec"), namespace)
+    assert len(namespace["weights"]) == 2
+    assert 0.0 <= namespace["accuracy"] <= 1.0

@@ -156,3 +156,18 @@ def test_label_block_matrix_gives_the_requested_degree_and_homophily():
 def test_bad_generator_input_names_the_argument(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         make_csbm_pair(**kwargs)
+
+
+def test_digits_pair_knobs_are_separate():
+    from neurips26.data.graph_shift import make_digits_pair
+
+    plain = make_digits_pair(seed=0, feature_shift=0.0, structure_shift=0.0)
+    fs_only = make_digits_pair(seed=0, feature_shift=0.5, structure_shift=0.0)
+    fcss_only = make_digits_pair(seed=0, feature_shift=0.0, structure_shift=1.0)
+    assert torch.equal(plain.target.edge_index, fs_only.target.edge_index)  # FS: edges untouched
+    assert not torch.equal(plain.target.x, fs_only.target.x)
+    assert torch.equal(plain.target.x, fcss_only.target.x)  # FCSS: features untouched
+    assert not torch.equal(plain.target.edge_index, fcss_only.target.edge_index)
+    assert plain.source.x.shape == (898, 64) and int(plain.source.y.max()) == 9
+    with pytest.raises(ValueError, match="structure_shift"):
+        make_digits_pair(structure_shift=2.0)
