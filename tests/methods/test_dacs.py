@@ -326,3 +326,25 @@ def test_readme_usage_snippet_runs():
     exec(compile(snippet, str(readme), "exec"), namespace)
     assert len(namespace["weights"]) == 2
     assert 0.0 <= namespace["accuracy"] <= 1.0
+
+
+def test_experiment_cell_reports_every_metric_and_never_reads_target_labels(monkeypatch):
+    from neurips26.bench.experiment import SilentProgress
+    from neurips26.methods.dacs import experiment as dacs_experiment
+    from neurips26.methods.dacs import integration
+
+    profile = dacs_experiment.EXPERIMENT.profiles["smoke"]
+    config = dacs_experiment.EXPERIMENT.config_for(profile, {"setting": "coupled"}, {"n_nodes": 200})
+    seen_targets = []
+    original = integration.check_domain_pair
+
+    def spy(source, target):
+        seen_targets.append(target)
+        return original(source, target)
+
+    monkeypatch.setattr(integration, "check_domain_pair", spy)
+    system = dacs_experiment.EXPERIMENT.build_system("dacs", config)
+    metrics = dacs_experiment.run(system, config, profile, 0, SilentProgress())
+    for key in ("target_accuracy", "target_macro_f1", "gamma_error", "diagnosis_agreement", "epoch_ms"):
+        assert np.isfinite(metrics[key]), key
+    assert all(getattr(t, "y", None) is None and "subcluster" not in t for t in seen_targets)

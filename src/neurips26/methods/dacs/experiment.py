@@ -340,7 +340,7 @@ EXPERIMENT = Experiment(
         ),
         "full": Profile(
             "full",
-            budget_s=3600,
+            budget_s=6000,  # estimated (1,320 cells x ~9 s / 2 workers), not measured
             seeds=5,
             overrides={"n_nodes": 3000},
             grid={"setting": list(SETTINGS), "strength": [0.5, 1.0, 1.5]},
