@@ -924,23 +924,31 @@ def _mount(source: str, target: str, fstype: str | None, flags: int, data: str |
         raise OSError(ctypes.get_errno(), f"mount {target}: {os.strerror(ctypes.get_errno())}")
 
 
-def _private_scratch(staging: str) -> str:
+def _private_scratch(staging: str) -> tuple[str, list[str]]:
     """Inside a fresh mount namespace: an empty tmpfs on each host scratch dir and a private ``HOME``
     (``/tmp/home``), so nothing a solution writes there outlives its evaluation or reaches the host.
 
     The sandbox root (which holds the staging dir, the built extensions and staged inputs) usually lives
     under the host's ``/tmp``: it is bound back at its own path, read-only, with the staging dir bound
     read-write on top — the child sees exactly what it saw before, minus everything else in ``/tmp``.
-    Returns the private HOME."""
+    Returns the private HOME and the scratch dirs that could not be mounted (the fork server scans them)."""
     root = os.path.dirname(staging)
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     stage_fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)  # nothing mounted here propagates to the host
+    skipped = []
     for folder in SCRATCH_DIRS:
         if os.path.isdir(folder) and not os.path.islink(folder):
             options = f"mode=1777,size={PRIVATE_TMP_BYTES}"
-            _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, options)
-            if root == folder or root.startswith(folder.rstrip("/") + "/"):
+            holds_root = root == folder or root.startswith(folder.rstrip("/") + "/")
+            try:
+                _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, options)
+            except OSError:
+                if folder == "/tmp" or holds_root:
+                    raise
+                skipped.append(folder)  # e.g. a container that refuses a mount on /dev/shm: scanned
+                continue
+            if holds_root:
                 os.makedirs(root, exist_ok=True)
                 _mount(f"/proc/self/fd/{root_fd}", root, None, _MS_BIND)
                 _mount("none", root, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY)
@@ -950,7 +958,7 @@ def _private_scratch(staging: str) -> str:
     os.chdir(staging)  # the cwd now resolves through the new mounts
     home = "/tmp/home"
     os.makedirs(home, exist_ok=True)
-    return home
+    return home, skipped
 
 
 def _scratch_entries() -> dict[str, tuple[int, int]]:
@@ -1096,7 +1104,9 @@ def _isolate(limits: dict, staging: str) -> dict:
     home = None
     if tmp_reason is None:
         try:
-            home = _private_scratch(staging)
+            home, skipped = _private_scratch(staging)
+            if skipped:
+                report["tmp_unmounted"] = skipped
         except OSError as error:
             tmp_reason = str(error)
     if home is not None:
@@ -1195,8 +1205,9 @@ def _serve_one(request: dict) -> dict:
     uid = _child_uid(limits)
     before = _scratch_entries()
     answer = _serve_child(request)
-    tmp = (answer.get("isolation") or {}).get("tmp")
-    if tmp != "private-tmpfs":  # the host's scratch dirs were visible to the child: scan them
+    isolation = answer.get("isolation") or {}
+    if isolation.get("tmp") != "private-tmpfs" or isolation.get("tmp_unmounted"):
+        # (some of) the host's scratch dirs were visible to the child: scan them
         sandbox_uid = os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0
         return _flag_leftovers(answer, _leftovers(before, uid, remove=sandbox_uid))
     return answer
