@@ -41,7 +41,7 @@ from neurips26.methods.snapmla import (
     use_latent_mla,
 )
 from neurips26.methods.snapmla.analysis import memory_bound_attention_speedup
-from neurips26.methods.snapmla.experiment import EXPERIMENT
+from neurips26.methods.snapmla.experiment import EXPERIMENT, SnapMLAExperimentConfig, load_model
 from neurips26.methods.snapmla.integration import rescale_rope_projection
 from neurips26.testing import check_experiment_contract
 from neurips26.zoo.builders import tiny_deepseek_v3
@@ -381,12 +381,83 @@ def test_bad_recipe_fields_name_the_argument(kwargs, match) -> None:
         ({"model": "gpt2"}, "model"),
         ({"context_tokens": 0}, "context_tokens"),
         ({"n_queries": 600, "context_tokens": 512}, "n_queries"),
-        ({"scale_mode": "int"}, "scale_mode"),
+        ({"n_tiles": 0}, "n_tiles"),
     ],
 )
-def test_bad_config_names_the_argument(kwargs, match) -> None:
+def test_bad_experiment_config_names_the_argument(kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        SnapMLAExperimentConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"scale_mode": "int"}, "scale_mode"),
+        ({"kv_format": "int4"}, "kv_format"),
+        ({"p_mode": "fp16"}, "p_mode"),
+        ({"block_size": 0}, "block_size"),
+    ],
+)
+def test_bad_method_config_names_the_argument(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         SnapMLAConfig(**kwargs)
+
+
+def test_method_config_default_is_the_snapmla_recipe() -> None:
+    assert SnapMLAConfig().recipe() == SNAPMLA
+
+
+def test_set_reaches_the_method_config_and_every_recipe_uses_it() -> None:
+    profile = EXPERIMENT.profile("smoke")
+    config = EXPERIMENT.config_for(
+        profile, {}, {"method.block_size": 128, "method.scale_mode": "pow2", "n_tiles": 8}
+    )
+    recipes = {name: EXPERIMENT.build_system(name, config) for name in EXPERIMENT.systems}
+    assert all(r.block_size == 128 and r.scale_mode == "pow2" and r.n_tiles == 8 for r in recipes.values())
+    assert recipes["snapmla"] == SNAPMLA.with_options(block_size=128, scale_mode="pow2", n_tiles=8)
+    ablation = EXPERIMENT.config_for(profile, {}, {"method.kv_format": "fp8_token_joint"})
+    assert EXPERIMENT.build_system("snapmla", ablation).kv_format == "fp8_token_joint"
+    with pytest.raises(ValueError, match=r"method\.block_size"):
+        EXPERIMENT.config_for(profile, {}, {"block_size": 128})  # the old flat key lists the dotted ones
+
+
+def test_a_zoo_model_that_cannot_load_is_an_error_naming_the_fix(monkeypatch) -> None:
+    import neurips26.zoo
+
+    def broken(name):
+        raise OSError("no checkpoint")
+
+    monkeypatch.setattr(neurips26.zoo, "load", broken)
+    load_model.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="model=random"):
+            load_model("tiny-mla", 1.0)
+    finally:
+        load_model.cache_clear()
+
+
+def _decode_error(recipe: DecodeRecipe, x: dict, gain: float) -> float:
+    """Relative attention-output error of ``recipe`` when k_R is scaled by ``gain`` and q_R by 1/gain
+    (the logits, hence the exact output, do not change)."""
+    q_rope, rope = x["q_rope"] / gain, x["rope"] * gain
+    reference = latent_attention_reference(
+        x["q_content"].double(), q_rope.double(), x["content"].double(), rope.double(), 0.2
+    )
+    encoded = recipe.encode(x["content"], rope)
+    out = decode_latent_attention(recipe, x["q_content"], q_rope, encoded, 0.2).double()
+    return float(torch.linalg.vector_norm(out - reference) / torch.linalg.vector_norm(reference))
+
+
+def test_rope_range_leaves_snapmla_untouched_but_hurts_rope_in_fp8() -> None:
+    # Central idea 1 (RoPE-aware quantization): k_R stays BF16 and the content's per-token scale ignores
+    # it, so widening the RoPE range 256x (function-preserving) changes nothing. With RoPE inside the FP8
+    # scale (the 'fp8_token_joint' ablation), the content loses precision as the RoPE range grows.
+    x = _latents(tokens=256, d_c=64, d_r=16, heads=4, n_query=4, seed=7)
+    ours = SnapMLAConfig().recipe()
+    assert _decode_error(ours, x, 256.0) == pytest.approx(_decode_error(ours, x, 1.0), rel=1e-3)
+    joint = RECIPES["per_token_fp8_rope"]
+    assert _decode_error(joint, x, 1.0) > 1.3 * _decode_error(ours, x, 1.0)
+    assert _decode_error(joint, x, 256.0) > 1.1 * _decode_error(joint, x, 1.0)
 
 
 # ---- experiment and docs -----------------------------------------------------------------------------
