@@ -1,0 +1,21 @@
+"""SP-CACW: convergence-aware client weighting for selfish personalization (Kiselman and Levy, 2026)."""
+
+from neurips26.methods.spcacw.config import SPCACWConfig
+from neurips26.methods.spcacw.core import (
+    BiasEstimator,
+    RoundRecord,
+    WeightSolution,
+    bound_value,
+    choose_weights,
+    within_client_variance,
+)
+
+__all__ = [
+    "BiasEstimator",
+    "RoundRecord",
+    "SPCACWConfig",
+    "WeightSolution",
+    "bound_value",
+    "choose_weights",
+    "within_client_variance",
+]

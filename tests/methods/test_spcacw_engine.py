@@ -1,0 +1,144 @@
+"""SP-CACW's in-process engine: FedAvg equivalence, kernels vs naive loops, dropped replies, data splits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from neurips26.data.federated import digits_federation, linear_federation
+from neurips26.methods.spcacw import BiasEstimator, SPCACWConfig
+from neurips26.methods.spcacw.baselines import BASELINES, BaselineConfig, run_baseline
+from neurips26.methods.spcacw.engine import FlatMLP, Kernels, run_synthetic, run_weighted
+
+
+@pytest.fixture(scope="module")
+def data():
+    return digits_federation(n_clients=6, n_concepts=2, seed=1)
+
+
+MODEL = FlatMLP((64, 8, 10))
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_sample_count_weights_equal_fedavg(data, steps):
+    """Degenerate equivalence: alpha proportional to sample counts is FedAvg (FedSGD at one local step)."""
+    update = "gradient" if steps == 1 else "delta"
+    config = SPCACWConfig(lr=0.1, update=update, local_steps=steps)
+    ours = run_weighted(data, MODEL, config, rule="samples", rounds=6, batch=8, seed=3, targets=[0, 2])
+    fedavg = run_baseline(
+        BaselineConfig("fedavg"),
+        data,
+        MODEL,
+        lr=0.1,
+        batch=8,
+        local_steps=steps,
+        rounds=6,
+        seed=3,
+        targets=[0],
+    )
+    torch.testing.assert_close(ours.theta[0], fedavg.theta[0], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(ours.theta[1], fedavg.theta[0], atol=1e-5, rtol=1e-4)
+
+
+def test_local_rule_equals_local_baseline(data):
+    config = SPCACWConfig(lr=0.1)
+    ours = run_weighted(data, MODEL, config, rule="local", rounds=5, batch=8, seed=0, targets=[0])
+    local = run_baseline(
+        BaselineConfig("local"), data, MODEL, lr=0.1, batch=8, local_steps=1, rounds=5, seed=0, targets=[0]
+    )
+    torch.testing.assert_close(ours.theta[0], local.theta[0], atol=1e-5, rtol=1e-4)
+
+
+def test_group_kernel_matches_autograd_loop(data):
+    kernels = Kernels(MODEL)
+    theta = MODEL.init(3, torch.Generator().manual_seed(0))
+    x = data.x[:3, :8].reshape(3, 2, 4, 64)
+    y = data.y[:3, :8].reshape(3, 2, 4)
+    fast = kernels.per_client_groups(theta, x, y)
+    for c in range(3):
+        for m in range(2):
+            p = theta[c].clone().requires_grad_(True)
+            MODEL.loss(p, x[c, m], y[c, m]).backward()
+            torch.testing.assert_close(fast[c, m], p.grad)
+
+
+def test_nan_reply_is_dropped_and_logged(data):
+    poisoned = type(data)(**{**data.__dict__, "x": data.x.clone()})
+    poisoned.x[3] = float("nan")
+    run = run_weighted(poisoned, MODEL, SPCACWConfig(lr=0.1), rounds=4, batch=8, seed=0, targets=[0])
+    assert torch.isfinite(run.theta).all()
+    for record in run.logs[0]:
+        assert record.dropped == [3] and record.alpha[3] == 0.0
+    with pytest.raises(ValueError, match="target"):
+        run_weighted(data, MODEL, SPCACWConfig(), rounds=1, batch=8, seed=0, targets=[9])
+
+
+def test_round_log_has_every_term_and_certificate(data):
+    run = run_weighted(data, MODEL, SPCACWConfig(lr=0.1), rounds=5, batch=8, seed=0, targets=[1])
+    records = run.logs[1]
+    assert len(records) == 5 and records[0].better_off_alone  # warm-up round: no bias observed yet
+    for r in records:
+        assert len(r.alpha) == len(r.variance) == len(r.bias_sq) == len(r.variance_terms) == data.n_clients
+        assert r.bound <= r.local_bound * (1 + 1e-12)
+        assert r.better_off_alone == all(a == 0.0 for i, a in enumerate(r.alpha) if i != 1)
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_every_baseline_trains_and_stays_finite(data, name):
+    run = run_baseline(
+        BaselineConfig(name), data, MODEL, lr=0.1, batch=8, local_steps=2, rounds=4, seed=0, targets=[0, 1],
+        eval_every=2,
+    )  # fmt: skip
+    assert run.theta.shape == (data.n_clients, MODEL.n_params) and torch.isfinite(run.theta).all()
+    assert len(run.curve) == 2 and all(0 <= a <= 1 for a in np.concatenate(run.curve))
+
+
+def test_synthetic_weights_approach_the_bound_optimum_and_beat_local():
+    fed = linear_federation([0.0] + [0.05] * 3 + [2.0] * 4, [1.0] * 8, [8] * 8, dim=5, seed=0)
+    config = SPCACWConfig(lr=0.02, smoothness=50.0)
+    ours = run_synthetic(fed, config, rule="bound", rounds=200, seed=0)
+    local = run_synthetic(fed, config, rule="local", rounds=200, seed=0)
+    uniform = run_synthetic(fed, config, rule="uniform", rounds=200, seed=0)
+    error = np.abs(ours.alphas[100:] - ours.analytic[100:]).sum(1).mean()
+    assert error < 0.3  # Local's L1 distance to the optimum is 1.5, uniform's 1.0
+    assert ours.alphas[100:, 4:].max() == 0.0  # far peers (zeta = 2) never get weight once observed
+    assert np.mean(ours.losses[100:]) < np.mean(local.losses[100:])
+    assert np.mean(ours.losses[100:]) < np.mean(uniform.losses[100:])
+
+
+def test_debiased_bias_estimate_is_the_idea_that_lets_near_peers_in(monkeypatch):
+    """Idea off: without subtracting s_i + s_0, near-identical peers look biased and get little weight."""
+    fed = linear_federation([0.0] + [0.05] * 3 + [2.0] * 4, [1.0] * 8, [8] * 8, dim=5, seed=0)
+    config = SPCACWConfig(lr=0.02, smoothness=50.0)
+
+    def run_all() -> tuple[float, float]:
+        runs = [run_synthetic(fed, config, rule="bound", rounds=200, seed=s) for s in range(3)]
+        return np.mean([np.mean(r.losses[100:]) for r in runs]), np.mean(
+            [r.alphas[100:, 1:4].sum(1).mean() for r in runs]
+        )
+
+    loss_on, peers_on = run_all()
+    monkeypatch.setattr(
+        BiasEstimator,
+        "raw",
+        lambda self: np.where(
+            self.weight > 0, self.distance / np.where(self.weight > 0, self.weight, 1.0), np.inf
+        ),
+    )
+    loss_off, peers_off = run_all()
+    assert peers_on > 0.6 and peers_off < 0.5 * peers_on
+    assert loss_on < 0.85 * loss_off
+
+
+def test_digits_split_has_no_leakage_and_target_size():
+    d = digits_federation(seed=0)
+    assert int(d.count[0]) == 40 and d.n_clients == 16
+    assert torch.allclose(d.label_weights.sum(-1), torch.ones(16))
+    # no training image of any client appears in its test pool (same concept transform on both sides)
+    for c in range(16):
+        train = {tuple(row) for row in d.x[c, : int(d.count[c])].numpy().round(4).tolist()}
+        test = {tuple(row) for row in d.test_x[c].numpy().round(4).tolist()}
+        assert not train & test
+    with pytest.raises(ValueError, match="concept_kind"):
+        digits_federation(concept_kind="shuffle")
