@@ -214,6 +214,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "fl",
         "Flower Strategy",
         "Convergence-aware client weighting benefits every participant.",
+        experiment="neurips26.methods.spcacw.experiment:EXPERIMENT",
     ),
     _M(
         "solar",
