@@ -22,7 +22,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "graph": ("torch_geometric",),
     "fl": ("flwr",),
     "control": ("gymnasium", "cvxpy", "shapely"),
-    "ts": ("aeon", "pyod"),
+    "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
     "code": ("pycparser", "rank_bm25"),
     "agent": ("networkx",),
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
@@ -200,6 +200,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "ts",
         "pyod detector",
         "Conditioning on discrete state variables improves TSFM anomaly detection.",
+        extras=("ts",),
+        experiment="neurips26.methods.star.experiment:EXPERIMENT",
     ),
     _M(
         "srlmpc",
