@@ -127,6 +127,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "code",
         "synthesizer",
         "Learning subtask decomposition scales programming-by-example.",
+        experiment="neurips26.methods.sad.experiment:EXPERIMENT",
     ),
     _M(
         "snapmla",

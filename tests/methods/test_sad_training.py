@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -184,3 +185,17 @@ def test_vocabulary_mismatch_is_a_clear_error(data):
 def test_config_validation(kwargs, message):
     with pytest.raises(ValueError, match=message):
         SADConfig(**kwargs)
+
+
+def test_padding_the_state_wider_changes_nothing(data):
+    """The target block's positions are fixed: a state padded to any width scores and decodes the same."""
+    synth, dec = tiny_synth(), tiny_decomposer()
+    wide_state = torch.nn.functional.pad(data.context.state, (0, 24), value=tok.PAD)
+    wide = dataclasses.replace(data.context, state=wide_state)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            synth.log_probs(data.context, data.subgoal_block), synth.log_probs(wide, data.subgoal_block)
+        )
+        narrow_in = data.decomposer_input()
+        wide_in = torch.cat([wide_state, data.outputs], 2)
+        assert torch.equal(dec.generate(narrow_in, greedy=True), dec.generate(wide_in, greedy=True))

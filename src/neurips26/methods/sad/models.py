@@ -26,6 +26,20 @@ from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.executor import CANDIDATES, KIND_ABSENT, CandidateSpace
 
 MAX_POSITIONS = 128
+TARGET_POSITION = 5 * (1 + tok.VALUE_TOKENS)  # the target block starts here, whatever the state's width
+
+
+def layout_positions(state_width: int, target_width: int, device: torch.device | None = None) -> torch.Tensor:
+    """Position ids of a ``state + target`` sequence whose target block always sits at
+    ``TARGET_POSITION``: the first five variable slots take positions ``0..39``, the target ``40..48``,
+    and variable slots 5-9 (longer programs) ``49..88``. Padding a state wider therefore never moves a
+    token's position."""
+    state = torch.arange(state_width, device=device)
+    state = torch.where(state < TARGET_POSITION, state, state + target_width)
+    target = TARGET_POSITION + torch.arange(target_width, device=device)
+    return torch.cat([state, target])
+
+
 MAX_SUBGOAL_TOKENS = 3 * tok.VALUE_TOKENS + 3  # three list values, two separators, EOS
 
 
@@ -122,10 +136,10 @@ class Synthesizer(nn.Module):
         _check_tokens("target", target, self.vocab_size)
         n, e, s = context.state.shape
         seq = torch.cat([context.state, target], dim=2).reshape(n * e, -1)
-        if seq.shape[1] > MAX_POSITIONS:
-            raise ValueError(f"sequence of {seq.shape[1]} tokens exceeds {MAX_POSITIONS} positions")
+        if s > tok.state_width(10):
+            raise ValueError(f"state of {s} tokens exceeds {tok.state_width(10)} (ten variables)")
         pad = seq == tok.PAD
-        pos = torch.arange(seq.shape[1], device=seq.device)
+        pos = layout_positions(s, target.shape[2], seq.device)
         hidden = self.encoder(self.embed(seq) + self.position(pos), src_key_padding_mask=pad)
         hidden = hidden.reshape(n, e, -1, self.d_model)
         target_h = hidden[:, :, s]  # the OUT token
@@ -212,7 +226,8 @@ class Decomposer(nn.Module):
             raise ValueError(f"at most {self.example_embed.num_embeddings} examples, got {e}")
         flat = context.reshape(n * e, t)
         pad = flat == tok.PAD
-        pos = torch.arange(t, device=flat.device)
+        target_width = 1 + tok.TARGET_TOKENS
+        pos = layout_positions(t - target_width, target_width, flat.device)
         x = self.embed(flat) + self.position(pos)
         memory = self.transformer.encoder(x, src_key_padding_mask=pad).reshape(n, e, t, -1)
         memory = memory + self.example_embed(torch.arange(e, device=flat.device))[None, :, None]
