@@ -42,7 +42,8 @@ class StateContext:
     """Holds the per-row state context that every injected adapter of one model reads."""
 
     def __init__(self) -> None:
-        self.value: torch.Tensor | None = None  # (rows, n_patches, context_dim)
+        self.value: torch.Tensor | None = None  # (B, n_patches, context_dim), one row per window
+        self.layout: tuple[int, int] = (1, 1)  # rows = groups x B x channels, in that order
 
 
 class ConditionalBottleneckLinear(nn.Module):
@@ -76,15 +77,22 @@ class ConditionalBottleneckLinear(nn.Module):
             nn.init.normal_(self.gate.weight, std=0.02)
 
     def gate_values(self) -> torch.Tensor:
-        """h(c): (rows, n, rank), or the static (rank,) gate."""
+        """h(c): (B, n, rank) per window, or the static (rank,) gate."""
         context = self.holder.value
         if self.gate is None or context is None:
             return self.gate_bias
         return self.gate(context) + self.gate_bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        low = F.linear(x, self.lora_A) * self.gate_values()  # diag(h(c)) A x
-        return self.base(x) + self.scaling * F.linear(low, self.lora_B)
+        low = F.linear(x, self.lora_A)  # A x: (rows, n, rank)
+        gate = self.gate_values()
+        if gate.dim() == 1:
+            low = low * gate
+        else:  # broadcast each window's gate over its mask groups and channels, without copies
+            groups, channels = self.holder.layout
+            shape = low.shape
+            low = (low.view(groups, gate.shape[0], channels, *shape[1:]) * gate[None, :, None]).view(shape)
+        return self.base(x) + self.scaling * F.linear(low, self.lora_B)  # + B diag(h(c)) A x
 
 
 class IdentityGuidedStateEncoder(nn.Module):
@@ -170,7 +178,11 @@ class MaskedPatchReconstructor(nn.Module):
         return None
 
     def _reconstruct(
-        self, patches: torch.Tensor, context: torch.Tensor | None, mask: torch.Tensor
+        self,
+        patches: torch.Tensor,
+        context: torch.Tensor | None,
+        mask: torch.Tensor,
+        layout: tuple[int, int] = (1, 1),
     ) -> torch.Tensor:
         return self.backbone.reconstruct(self.backbone.encode(patches, mask))
 
@@ -193,8 +205,7 @@ class MaskedPatchReconstructor(nn.Module):
         rows = patches.shape[0]
         stacked = patches.repeat(groups, 1, 1)
         mask = masks.repeat_interleave(rows, 0)
-        row_context = None if context is None else context.repeat_interleave(c, 0).repeat(groups, 1, 1)
-        recon = self._reconstruct(stacked, row_context, mask).view(groups, rows, n, p)
+        recon = self._reconstruct(stacked, context, mask, (groups, c)).view(groups, rows, n, p)
         recon = recon.gather(0, group_of.view(1, 1, n, 1).expand(1, rows, n, p))[0]
         error = ((recon - patches) ** 2).reshape(b, c, length)
         return error, self.state_nll(numeric, codes)
@@ -208,8 +219,7 @@ class MaskedPatchReconstructor(nn.Module):
         context = self.context(codes)
         mask = torch.rand(patches.shape[:2], generator=generator) < mask_ratio
         mask[mask.sum(1) == 0, 0] = True
-        row_context = None if context is None else context.repeat_interleave(c, 0)
-        recon = self._reconstruct(patches, row_context, mask)
+        recon = self._reconstruct(patches, context, mask, (1, c))
         loss = ((recon - patches) ** 2).mean(-1)[mask].mean()
         nll = self.state_nll(numeric, codes)
         weight = getattr(getattr(self, "config", None), "matching_weight", 1.0)
@@ -271,10 +281,16 @@ class STARModel(MaskedPatchReconstructor):
         return self.encoder(codes, self.backbone.patch_len)[1]
 
     def _reconstruct(
-        self, patches: torch.Tensor, context: torch.Tensor | None, mask: torch.Tensor
+        self,
+        patches: torch.Tensor,
+        context: torch.Tensor | None,
+        mask: torch.Tensor,
+        layout: tuple[int, int] = (1, 1),
     ) -> torch.Tensor:
-        """Masked reconstruction of (rows, N, P) patches with each row's context set on the adapters."""
+        """Masked reconstruction of (rows, N, P) patches; rows = groups x windows x channels (``layout``)
+        and each window's context (B, N, dc) is set on the adapters."""
         self.holder.value = context
+        self.holder.layout = layout
         try:
             return self.backbone.reconstruct(self.backbone.encode(patches, mask))
         finally:

@@ -273,7 +273,12 @@ class WindowedReconstructionDetector(BaseDetector):
         x = torch.from_numpy(np.ascontiguousarray(channels.T))[:, idx].permute(1, 0, 2)
         s = torch.from_numpy(np.ascontiguousarray(codes.T))[:, idx].permute(1, 0, 2)
         self.model_.eval()
-        err_w, nll_w = self.model_(x, s, self.mask_groups)
+        chunk = 128  # windows per forward pass: bounded memory, cost linear in the series length
+        parts = [
+            self.model_(x[i : i + chunk], s[i : i + chunk], self.mask_groups) for i in range(0, len(x), chunk)
+        ]
+        err_w = torch.cat([e for e, _ in parts])
+        nll_w = None if parts[0][1] is None else torch.cat([q for _, q in parts])  # type: ignore[misc]
         err = np.empty((n, channels.shape[1]), dtype=np.float64)
         nll = None if nll_w is None else np.empty((n, codes.shape[1]), dtype=np.float64)
         # later windows overwrite earlier ones: only the last, end-aligned window overlaps
