@@ -26,6 +26,7 @@ from neurips26.methods.sprepe import (
     SpRePE,
     SpRePEAttention,
     SpRePEConfig,
+    SpRePEExperimentConfig,
     apply_householder,
     householder_matrix,
     latlon_to_xyz,
@@ -341,7 +342,33 @@ def test_incompatible_head_dim_and_options_raise() -> None:
 )
 def test_config_rejects_bad_values(key: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        SpRePEConfig(**{key: value})
+        SpRePEExperimentConfig(**{key: value})
+
+
+def test_method_config_rejects_bad_values_and_from_config_checks_its_type() -> None:
+    with pytest.raises(ValueError, match="mode='abc' is not allowed"):
+        SpRePEConfig(mode="abc")
+    with pytest.raises(ValueError, match="degree must be an integer >= 0"):
+        SpRePEConfig(degree=-1)
+    with pytest.raises(TypeError, match="config must be a SpRePEConfig"):
+        SpRePE.from_config(32, {"mode": "sh"})
+
+
+def test_set_reaches_the_method_config_and_every_system_uses_the_config() -> None:
+    from neurips26.methods.sprepe.experiment import EXPERIMENT
+
+    profile = EXPERIMENT.profile("smoke")
+    config = EXPERIMENT.config_for(profile, {"task": "digits"}, {"method.degree": 1, "embed_dim": 16})
+    ours = EXPERIMENT.build_system("sprepe_sh", config)
+    assert ours.settings["degree"] == 1 and ours.settings["head_dim"] == 8
+    module = ours.build(patch_centres(8, 16, 4, 8))
+    assert isinstance(module, SpRePE) and module.degree == 1 and module.block_size == 4
+    assert EXPERIMENT.build_system("sprepe_xyz", config).settings["mode"] == "xyz"
+    base = EXPERIMENT.config_for(profile, {"task": "digits"}, {})
+    for name, factory in EXPERIMENT.systems.items():
+        assert factory(base).settings != factory(config).settings, f"{name} ignores the config"
+    with pytest.raises(ValueError, match=r"method\.degree"):
+        EXPERIMENT.config_for(profile, {}, {"sprepe_degree": 1})
 
 
 # --- The position-embedding test kit on SpRePE and on every baseline ---------------------------------------
@@ -459,9 +486,9 @@ def test_position_embedding_kit_certificate(name: str) -> None:
 
 
 def test_every_experiment_system_is_certified_by_the_kit() -> None:
-    from neurips26.methods.sprepe.experiment import BUILDERS
+    from neurips26.methods.sprepe.experiment import SYSTEMS
 
-    assert set(BUILDERS) <= set(KIT_EXPECTATIONS)
+    assert set(SYSTEMS) <= set(KIT_EXPECTATIONS)
 
 
 # --- Baseline specifics ------------------------------------------------------------------------------------
@@ -553,15 +580,17 @@ def test_shallow_water_cells_are_not_applicable_off_the_first_digits_grid_values
 
 
 def tiny_forecaster(pe_name: str = "sprepe_sh"):
-    from neurips26.methods.sprepe.experiment import BUILDERS
+    from neurips26.methods.sprepe.experiment import SYSTEMS
     from neurips26.methods.sprepe.forecasting import SphericalForecaster
     from neurips26.methods.sprepe.vit import grid_patch_centres
 
-    config = SpRePEConfig(embed_dim=32, depth=1, grid_height=8, grid_width=16, patch_height=4, patch_width=8)
+    config = SpRePEExperimentConfig(
+        embed_dim=32, depth=1, grid_height=8, grid_width=16, patch_height=4, patch_width=8
+    )
     lat = np.linspace(80.0, -80.0, 8)
     lon = np.linspace(-180.0, 180.0, 16, endpoint=False)
     xyz = grid_patch_centres(lat, lon, 4, 4)
-    pe = BUILDERS[pe_name](config, xyz)
+    pe = SYSTEMS[pe_name](config).build(xyz)
     model = SphericalForecaster(
         pe, xyz, channels=3, height=8, width=16, patch_height=4, patch_width=4, dim=32, depth=1, num_heads=2
     )

@@ -16,7 +16,7 @@ from neurips26.methods.sprepe.baselines import (
     NoPositionEmbedding,
     SphericalHarmonicPE,
 )
-from neurips26.methods.sprepe.config import SpRePEConfig
+from neurips26.methods.sprepe.config import SpRePEConfig, SpRePEExperimentConfig
 from neurips26.methods.sprepe.core import (
     apply_householder,
     householder_matrix,
@@ -44,6 +44,7 @@ __all__ = [
     "SpRePE",
     "SpRePEAttention",
     "SpRePEConfig",
+    "SpRePEExperimentConfig",
     "SphericalHarmonicPE",
     "SphericalPositionEmbedding",
     "apply_householder",

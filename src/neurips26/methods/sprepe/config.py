@@ -1,12 +1,18 @@
-"""SpRePE: Spherical Reflection Position Embedding -- configuration of Task A (spherical digits)."""
+"""SpRePE: Spherical Reflection Position Embedding -- the method's config and the experiment's.
+
+``SpRePEConfig`` is what a user passes to the method (``SpRePE.from_config(head_dim, config)``);
+``SpRePEExperimentConfig`` holds it as its field ``method`` plus the two tasks' data, model and training
+settings (``neurips26 run sprepe --set method.degree=2``). Both live here because the experiment's
+config is long and ``experiment.py`` holds the run code.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neurips26.core.config import param
+from neurips26.core.config import nested, param
 
-__all__ = ["SpRePEConfig"]
+__all__ = ["SpRePEConfig", "SpRePEExperimentConfig"]
 
 _SPLITS = ("R/R", "NR/R")
 _MODES = ("sh", "xyz")
@@ -15,12 +21,32 @@ _TASKS = ("digits", "shallow_water")
 
 @dataclass
 class SpRePEConfig:
+    """The SpRePE q/k transform's settings (see :class:`~neurips26.methods.sprepe.integration.SpRePE`)."""
+
+    mode: str = param("sh", source="paper: reflectors from spherical harmonics (ours: 'xyz' is the ablation)")
+    degree: int = param(3, source="ours: 16-channel 'sh' blocks (degrees 0..3) divide head_dim 32/48/64")
+    include_constant: bool = param(True, source="ours: 'xyz' keeps a constant channel (antipodes differ)")
+    learnable: bool = param(True, source="ours: the degree weights w (or xyz angles) are trained")
+
+    def __post_init__(self) -> None:
+        if self.mode not in _MODES:
+            raise ValueError(f"mode={self.mode!r} is not allowed; choose one of {list(_MODES)}")
+        if isinstance(self.degree, bool) or not isinstance(self.degree, int) or self.degree < 0:
+            raise ValueError(f"degree must be an integer >= 0, got {self.degree!r}")
+        for name in ("include_constant", "learnable"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+
+
+@dataclass
+class SpRePEExperimentConfig:
     """Both tasks: spherical-digits classification (A) and shallow-water forecasting (B, fields ``swe_*``).
 
-    The model settings (``embed_dim``, ``depth``, ``num_heads``, ``mlp_ratio``, ``weight_decay``,
-    ``sprepe_degree``), the grid size and ``polar_min_lat`` are shared by the two tasks.
+    The model settings (``embed_dim``, ``depth``, ``num_heads``, ``mlp_ratio``, ``weight_decay``), the grid
+    size and ``polar_min_lat`` are shared by the two tasks; ``method`` holds SpRePE's own settings.
     """
 
+    method: SpRePEConfig = nested(SpRePEConfig, "SpRePEConfig's own defaults")
     task: str = param("digits", source="issue #9: Task A (digits, headline) and Task B (shallow_water)")
 
     split: str = param("R/R", source="issue #9: NR/R and R/R splits (S2CNN protocol); R/R is the headline")
@@ -50,7 +76,6 @@ class SpRePEConfig:
     batch_size: int = param(64, source="ours")
     learning_rate: float = param(3e-3, source="ours: AdamW, 10% linear warm-up then cosine decay")
     weight_decay: float = param(0.05, source="ours: usual ViT weight decay")
-    sprepe_degree: int = param(3, source="ours: 16-channel 'sh' blocks (degrees 0..3)")
     data_seed: int = param(0, source="ours: one fixed data split; the run seed varies the model")
     swe_n_train_trajectories: int = param(48, source="ours: 48 x 11 = 528 one-step training pairs, ~1 min")
     swe_n_test_trajectories: int = param(12, source="ours: 12 x 6 = 72 five-step test windows")
@@ -133,5 +158,3 @@ class SpRePEConfig:
         for name in ("swe_interval_hours", "swe_learning_rate", "swe_wind_rms"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be > 0")
-        if self.sprepe_degree < 0:
-            raise ValueError(f"sprepe_degree={self.sprepe_degree} must be >= 0")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from neurips26.methods.sprepe.baselines import (
     NoPositionEmbedding,
     SphericalHarmonicPE,
 )
-from neurips26.methods.sprepe.config import SpRePEConfig
+from neurips26.methods.sprepe.config import SpRePEConfig, SpRePEExperimentConfig
 from neurips26.methods.sprepe.forecasting import (
     ForecastData,
     SphericalForecaster,
@@ -53,42 +53,65 @@ __all__ = [
     "run_spherical_digits",
 ]
 
-Builder = Callable[[SpRePEConfig, Tensor], SphericalPositionEmbedding]
+PositionsBuilder = Callable[[Tensor], SphericalPositionEmbedding]
 
 
 @dataclass(frozen=True)
 class PositionEmbeddingSystem:
-    """A named recipe for the position embedding of the shared ViT."""
+    """One system: the shared ViT with this position embedding, its hyper-parameters resolved from the
+    experiment config; ``build(xyz)`` makes the module once the task's token positions are known."""
 
     name: str
-    build: Builder
+    settings: Mapping[str, Any]
+    build: PositionsBuilder = field(repr=False, compare=False)
 
 
-def head_dim(config: SpRePEConfig) -> int:
+def head_dim(config: SpRePEExperimentConfig) -> int:
     return config.embed_dim // config.num_heads
 
 
-def token_columns(config: SpRePEConfig) -> int:
+def token_columns(config: SpRePEExperimentConfig) -> int:
     """Tokens per latitude row of the task's model (the highest integer longitude frequency worth using)."""
     patch_width = config.swe_patch_width if config.task == "shallow_water" else config.patch_width
     return config.grid_width // patch_width
 
 
-BUILDERS: dict[str, Builder] = {
-    "sprepe_sh": lambda c, xyz: SpRePE(head_dim(c), mode="sh", degree=c.sprepe_degree),
-    "sprepe_xyz": lambda c, xyz: SpRePE(head_dim(c), mode="xyz"),
-    "none": lambda c, xyz: NoPositionEmbedding(c.embed_dim),
-    "learned_ape": lambda c, xyz: LearnedAbsolutePE(c.embed_dim, xyz),
-    "latlon_sincos": lambda c, xyz: LatLonSinusoidalPE(c.embed_dim),
-    "sh_ape": lambda c, xyz: SphericalHarmonicPE(c.embed_dim),
-    "axial_rope": lambda c, xyz: AxialRoPE(head_dim(c), max_lon_frequency=token_columns(c)),
-    "euler_rope": lambda c, xyz: EulerSphericalRoPE(head_dim(c)),
-    "geodesic_bias": lambda c, xyz: GeodesicBiasPE(c.embed_dim, c.num_heads),
+def _sprepe(name: str, method: SpRePEConfig, c: SpRePEExperimentConfig) -> PositionEmbeddingSystem:
+    settings = {"head_dim": head_dim(c), **asdict(method)}
+    return PositionEmbeddingSystem(name, settings, lambda xyz: SpRePE.from_config(head_dim(c), method))
+
+
+# name -> factory(config) -> system; every hyper-parameter a system uses comes from the config.
+SYSTEMS: dict[str, Callable[[SpRePEExperimentConfig], PositionEmbeddingSystem]] = {
+    "sprepe_sh": lambda c: _sprepe("sprepe_sh", c.method, c),
+    # ablation: the same method with xyz reflectors
+    "sprepe_xyz": lambda c: _sprepe("sprepe_xyz", replace(c.method, mode="xyz"), c),
+    "none": lambda c: PositionEmbeddingSystem(
+        "none", {"dim": c.embed_dim}, lambda xyz: NoPositionEmbedding(c.embed_dim)
+    ),
+    "learned_ape": lambda c: PositionEmbeddingSystem(
+        "learned_ape", {"dim": c.embed_dim}, lambda xyz: LearnedAbsolutePE(c.embed_dim, xyz)
+    ),
+    "latlon_sincos": lambda c: PositionEmbeddingSystem(
+        "latlon_sincos", {"dim": c.embed_dim}, lambda xyz: LatLonSinusoidalPE(c.embed_dim)
+    ),
+    "sh_ape": lambda c: PositionEmbeddingSystem(
+        "sh_ape", {"dim": c.embed_dim}, lambda xyz: SphericalHarmonicPE(c.embed_dim)
+    ),
+    "axial_rope": lambda c: PositionEmbeddingSystem(
+        "axial_rope",
+        {"head_dim": head_dim(c), "max_lon_frequency": token_columns(c)},
+        lambda xyz: AxialRoPE(head_dim(c), max_lon_frequency=token_columns(c)),
+    ),
+    "euler_rope": lambda c: PositionEmbeddingSystem(
+        "euler_rope", {"head_dim": head_dim(c)}, lambda xyz: EulerSphericalRoPE(head_dim(c))
+    ),
+    "geodesic_bias": lambda c: PositionEmbeddingSystem(
+        "geodesic_bias",
+        {"dim": c.embed_dim, "num_heads": c.num_heads},
+        lambda xyz: GeodesicBiasPE(c.embed_dim, c.num_heads),
+    ),
 }
-
-
-def system_factory(name: str) -> Callable[[SpRePEConfig], PositionEmbeddingSystem]:
-    return lambda config: PositionEmbeddingSystem(name, BUILDERS[name])
 
 
 @functools.lru_cache(maxsize=4)
@@ -119,7 +142,7 @@ def cached_digits(
     )
 
 
-def digits_for(config: SpRePEConfig) -> SphericalDigits:
+def digits_for(config: SpRePEExperimentConfig) -> SphericalDigits:
     return cached_digits(
         config.split,
         config.grid_height,
@@ -134,10 +157,10 @@ def digits_for(config: SpRePEConfig) -> SphericalDigits:
     )
 
 
-def build_model(system: PositionEmbeddingSystem, config: SpRePEConfig) -> SphericalViT:
+def build_model(system: PositionEmbeddingSystem, config: SpRePEExperimentConfig) -> SphericalViT:
     xyz = patch_centres(config.grid_height, config.grid_width, config.patch_height, config.patch_width)
     return SphericalViT(
-        system.build(config, xyz),
+        system.build(xyz),
         height=config.grid_height,
         width=config.grid_width,
         patch_height=config.patch_height,
@@ -151,7 +174,12 @@ def build_model(system: PositionEmbeddingSystem, config: SpRePEConfig) -> Spheri
 
 
 def train_classifier(
-    model: SphericalViT, images: Tensor, labels: Tensor, config: SpRePEConfig, seed: int, progress: Progress
+    model: SphericalViT,
+    images: Tensor,
+    labels: Tensor,
+    config: SpRePEExperimentConfig,
+    seed: int,
+    progress: Progress,
 ) -> None:
     """AdamW, linear warm-up over the first 10% of steps then cosine decay, cross-entropy loss."""
     generator = torch.Generator().manual_seed(seed)
@@ -189,7 +217,11 @@ def accuracy(model: SphericalViT, images: Tensor, labels: Tensor, batch_size: in
 
 
 def run_spherical_digits(
-    system: PositionEmbeddingSystem, config: SpRePEConfig, profile: Profile, seed: int, progress: Progress
+    system: PositionEmbeddingSystem,
+    config: SpRePEExperimentConfig,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     """Train the ViT with ``system``'s position embedding; accuracy on each test stratum and the cost."""
     torch.manual_seed(seed)
@@ -243,7 +275,7 @@ def cached_forecast_data(
     return data, trajectories.lat, trajectories.lon
 
 
-def forecast_data_for(config: SpRePEConfig) -> tuple[ForecastData, np.ndarray, np.ndarray]:
+def forecast_data_for(config: SpRePEExperimentConfig) -> tuple[ForecastData, np.ndarray, np.ndarray]:
     return cached_forecast_data(
         config.swe_n_train_trajectories,
         config.swe_n_test_trajectories,
@@ -259,11 +291,11 @@ def forecast_data_for(config: SpRePEConfig) -> tuple[ForecastData, np.ndarray, n
 
 
 def build_forecaster(
-    system: PositionEmbeddingSystem, config: SpRePEConfig, lat: np.ndarray, lon: np.ndarray
+    system: PositionEmbeddingSystem, config: SpRePEExperimentConfig, lat: np.ndarray, lon: np.ndarray
 ) -> SphericalForecaster:
     xyz = grid_patch_centres(lat, lon, config.swe_patch_height, config.swe_patch_width)
     return SphericalForecaster(
-        system.build(config, xyz),
+        system.build(xyz),
         xyz,
         channels=3,
         height=config.grid_height,
@@ -278,7 +310,11 @@ def build_forecaster(
 
 
 def run_shallow_water(
-    system: PositionEmbeddingSystem, config: SpRePEConfig, profile: Profile, seed: int, progress: Progress
+    system: PositionEmbeddingSystem,
+    config: SpRePEExperimentConfig,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     """Train the forecaster with ``system``'s position embedding; height RMSE/ACC at 1 step and rollout."""
     torch.manual_seed(seed)
@@ -307,7 +343,11 @@ DIGITS_ONLY_FIELDS = ("split", "max_spin_deg", "digit_extent_deg", "n_train", "n
 
 
 def run_experiment_cell(
-    system: PositionEmbeddingSystem, config: SpRePEConfig, profile: Profile, seed: int, progress: Progress
+    system: PositionEmbeddingSystem,
+    config: SpRePEExperimentConfig,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     """Dispatch on ``config.task``. A grid that also sweeps digits-only fields runs Task B once, at their
     first listed values; at the other values its cells are ``n/a`` instead of repeats."""
@@ -320,7 +360,8 @@ def run_experiment_cell(
     return run_shallow_water(system, config, profile, seed, progress)
 
 
-SYSTEM_NAMES = tuple(BUILDERS)
+SYSTEM_NAMES = tuple(SYSTEMS)
+DEFAULT_SYSTEMS = tuple(name for name in SYSTEM_NAMES if name != "sprepe_xyz")
 NON_BIAS_BASELINES = ("none", "learned_ape", "latlon_sincos", "sh_ape", "axial_rope", "euler_rope")
 
 DIGITS: dict[str, tuple[Any, ...]] = {"task": ("digits",)}
@@ -342,7 +383,7 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
 
 EXPERIMENT = Experiment(
     slug="sprepe",
-    config_cls=SpRePEConfig,
+    config_cls=SpRePEExperimentConfig,
     claims=(
         Claim(
             text="SpRePE matches or beats the non-bias position embeddings on uniformly rotated test digits",
@@ -437,7 +478,7 @@ EXPERIMENT = Experiment(
         Metric("train_seconds", "min", "s", "wall time of training"),
         Metric("pe_parameters", "min", "count", "trainable parameters of the position embedding"),
     ),
-    systems={name: system_factory(name) for name in SYSTEM_NAMES},
+    systems=SYSTEMS,
     profiles={
         "smoke": Profile(
             "smoke",
@@ -457,15 +498,28 @@ EXPERIMENT = Experiment(
             },
             grid={"task": TASKS},
         ),
-        # Upright digits anywhere on the sphere: full SO(3) spins do not train in minutes on 2 cores
-        # (measured ~20% accuracy after 12 epochs); the full profile uses them.
+        # Task A only, upright digits anywhere on the sphere, on a 16 x 32 grid (32 tokens) for 10 epochs:
+        # the 8 systems the claims name x 5 seeds in about 3 minutes. Full SO(3) spins, the 32 x 64 grid,
+        # sprepe_xyz and Task B (shallow water) run in `full`; Task B's claims are inconclusive here.
         "default": Profile(
-            "default", budget_s=1200.0, seeds=3, overrides={"max_spin_deg": 0.0}, grid={"task": TASKS}
+            "default",
+            budget_s=300.0,
+            seeds=5,
+            overrides={
+                "max_spin_deg": 0.0,
+                "grid_height": 16,
+                "grid_width": 32,
+                "patch_height": 4,
+                "patch_width": 4,
+                "epochs": 10,
+            },
+            grid={"task": ["digits"]},
+            systems=DEFAULT_SYSTEMS,
         ),
         "full": Profile(
             "full",
             budget_s=3 * 3600.0,
-            seeds=3,
+            seeds=5,
             overrides={"epochs": 40, "depth": 3, "swe_epochs": 100, "swe_n_train_trajectories": 128},
             # Task B runs once per seed, at split R/R and max_spin_deg 0 (its other cells are n/a)
             grid={"task": TASKS, "split": ["R/R", "NR/R"], "max_spin_deg": [0.0, 180.0]},

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from neurips26.methods.sprepe.config import SpRePEConfig
 from neurips26.methods.sprepe.core import (
     apply_householder,
     default_alpha,
@@ -159,6 +160,19 @@ class SpRePE(SphericalPositionEmbedding):
         elif include_constant:
             alpha = default_alpha(self.num_blocks)
             self.register_learnable("alpha", alpha, learnable)
+
+    @classmethod
+    def from_config(cls, head_dim: int, config: SpRePEConfig) -> SpRePE:
+        """``SpRePE`` with its settings from a :class:`SpRePEConfig`."""
+        if not isinstance(config, SpRePEConfig):
+            raise TypeError(f"config must be a SpRePEConfig, got {type(config).__name__}")
+        return cls(
+            head_dim,
+            mode=config.mode,
+            degree=config.degree,
+            include_constant=config.include_constant,
+            learnable=config.learnable,
+        )
 
     def register_learnable(self, name: str, value: Tensor, learnable: bool) -> None:
         """Keep ``value`` as a trained parameter or, with ``learnable=False``, as a saved buffer."""
