@@ -133,6 +133,7 @@ def test_scores_equivariant_to_permuting_channels_with_schema(perm_numeric, perm
     state["encoder.values"] = torch.cat([blocks[j] for j in ps])
     state["encoder.identity"] = enc.identity[ps]
     state["matching.channel"] = model.matching.channel[pn]
+    state["channel_identity"] = model.channel_identity[pn]
     permuted.load_state_dict(state)
     err_p, nll_p = permuted(x[:, pn], codes[:, ps])
     torch.testing.assert_close(err_p, err[:, pn], rtol=1e-4, atol=1e-5)

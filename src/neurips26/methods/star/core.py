@@ -7,7 +7,8 @@
    memory read r = softmax(q W_q M^T / sqrt(d)) M over M learnable slots; z = q + r; per-patch context
    c_n = mean_j GELU(W_c z_{j,n}) (a set function: no order among state variables).
 2. Conditional Bottleneck Adapter on chosen frozen linears W: y = W x + (alpha / r) B diag(h(c)) A x with
-   h(c) = W_h c + b_h (b_h = 1 at init) and B = 0 at init, so training starts from the backbone exactly.
+   h(c) = W_h GELU(c_n + e_ch) + b_h (e_ch a numeric-channel identity; b_h = 1 at init) and B = 0 at
+   init, so training starts from the backbone exactly.
 3. Numeral-State Matching: from the frozen patch tokens of the numeric channels (plus a channel
    identity), a head predicts each state variable's distribution per patch as a dot product with that
    variable's state embeddings; its output layer starts at zero (uniform predictions).
@@ -42,7 +43,7 @@ class StateContext:
     """Holds the per-row state context that every injected adapter of one model reads."""
 
     def __init__(self) -> None:
-        self.value: torch.Tensor | None = None  # (B, n_patches, context_dim), one row per window
+        self.value: torch.Tensor | None = None  # (B, channels, n_patches, context_dim)
         self.layout: tuple[int, int] = (1, 1)  # rows = groups x B x channels, in that order
 
 
@@ -77,7 +78,7 @@ class ConditionalBottleneckLinear(nn.Module):
             nn.init.normal_(self.gate.weight, std=0.02)
 
     def gate_values(self) -> torch.Tensor:
-        """h(c): (B, n, rank) per window, or the static (rank,) gate."""
+        """h(c): (B, channels, n, rank), or the static (rank,) gate."""
         context = self.holder.value
         if self.gate is None or context is None:
             return self.gate_bias
@@ -88,10 +89,10 @@ class ConditionalBottleneckLinear(nn.Module):
         gate = self.gate_values()
         if gate.dim() == 1:
             low = low * gate
-        else:  # broadcast each window's gate over its mask groups and channels, without copies
-            groups, channels = self.holder.layout
+        else:  # broadcast each (window, channel) gate over the mask groups, without copies
+            groups = self.holder.layout[0]
             shape = low.shape
-            low = (low.view(groups, gate.shape[0], channels, *shape[1:]) * gate[None, :, None]).view(shape)
+            low = (low.view(groups, *gate.shape) * gate[None]).view(shape)
         return self.base(x) + self.scaling * F.linear(low, self.lora_B)  # + B diag(h(c)) A x
 
 
@@ -275,6 +276,9 @@ class STARModel(MaskedPatchReconstructor):
             else None
         )
         self.n_numeric = n_numeric
+        # the backbone is channel independent: a channel identity lets the generated update differ per
+        # sensor (flow must be zero under a closed valve, a level need not)
+        self.channel_identity = nn.Parameter(torch.randn(n_numeric, config.context_dim) * 0.1)
 
     def context(self, codes: torch.Tensor) -> torch.Tensor:
         """The per-patch state context c (B, N, context_dim) of the Identity-guided State Encoder."""
@@ -289,6 +293,8 @@ class STARModel(MaskedPatchReconstructor):
     ) -> torch.Tensor:
         """Masked reconstruction of (rows, N, P) patches; rows = groups x windows x channels (``layout``)
         and each window's context (B, N, dc) is set on the adapters."""
+        if context is not None:  # (B, N, dc) -> per window and channel (B, C, N, dc)
+            context = F.gelu(context[:, None] + self.channel_identity[None, :, None])
         self.holder.value = context
         self.holder.layout = layout
         try:

@@ -40,6 +40,7 @@ class STARExperimentConfig:
     n_steps: int = param(250, "ours: fine-tuning optimizer steps (about 15 s on one core)")
     batch_size: int = param(16, "ours: windows per step")
     lr: float = param(1e-2, "ours: adapter learning rate (AdamW); 3e-3 left the matching head undertrained")
+    mask_ratio: float = param(0.3, "MOMENT: 30% of patches masked in (pre)training")
     max_buffer: int = param(100, "ours: VUS-PR buffers 0..100 (the longest injected anomaly is 60 steps)")
 
 
@@ -87,6 +88,7 @@ def build_detector(system: System, config: STARExperimentConfig, schema: dict, s
         return WindowedPyOD(schema, inner=system.inner, random_state=seed)
     common = dict(
         window=config.window,
+        mask_ratio=config.mask_ratio,
         n_steps=config.n_steps,
         batch_size=config.batch_size,
         lr=config.lr,
