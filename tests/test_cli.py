@@ -25,7 +25,7 @@ def test_info_shows_defaults_with_sources(capsys) -> None:
     [
         (["run", "nosuchmethod"], "unknown method 'nosuchmethod'"),
         (["run", "samhybrid", "--set", "bad=1"], "valid keys"),
-        (["run", "samhybrid", "--set", "rho=-1"], "rho must be finite and >= 0"),
+        (["run", "samhybrid", "--set", "method.rho=-1"], "rho must be finite and >= 0"),
         (["run", "samhybrid", "--set", "novalue"], "key=value"),
         (["run", "styleroute"], "is planned"),
         (["info", "nosuch"], "unknown method"),
