@@ -161,7 +161,8 @@ def run(
     metrics = score_metrics(data.labels, scores, config.max_buffer)
     metrics["fit_seconds"] = fit_seconds
     metrics["score_seconds"] = score_seconds
-    metrics["trainable_params"] = float(n_trainable(detector)) if system.kind != "pyod" else np.nan
+    if system.kind != "pyod":  # pyod's detectors have no trainable tensors to count
+        metrics["trainable_params"] = float(n_trainable(detector))
     return metrics
 
 
