@@ -313,14 +313,14 @@ EXPERIMENT = Experiment(
             controls=("rl_only",),
         ),
         Claim(
-            "accuracy paradox: SAD matches GT subgoals less often than the SL decomposer (length gen.)",
-            "gt_mismatch_len",
+            "accuracy paradox: SAD matches GT subgoals less often than the SL decomposer (in-distribution)",
+            "gt_mismatch_id",
             "sad",
             ("sl_decomposer",),
         ),
         Claim(
-            "SAD's subgoals are easier for the synthesizer than the SL decomposer's (length gen.)",
-            "synth_acc_len",
+            "SAD's subgoals are easier for the synthesizer than the SL decomposer's (in-distribution)",
+            "synth_acc_id",
             "sad",
             ("sl_decomposer",),
             controls=("rl_only",),
