@@ -205,6 +205,13 @@ EXPERIMENT = Experiment(
             ("iforest", "pca"),
             controls=("star_shuffled_states",),
         ),
+        Claim(
+            "the paper's motivating degradation: feeding states as numbers is worse than leaving them out "
+            "(both with the same static LoRA)",
+            "vus_pr",
+            "static_lora",
+            ("states_as_numbers",),
+        ),
     ),
     metrics=(
         Metric("vus_pr", "max", "", "VUS-PR (Paparrizos et al. 2022), buffers 0..max_buffer"),
