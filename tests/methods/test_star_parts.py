@@ -214,3 +214,34 @@ def test_committed_checkpoint_loads_frozen_and_matches_its_card() -> None:
     assert f"{ev['masked_mse']:.3f}" in card
     with pytest.raises(FileNotFoundError, match=r"python -m neurips26\.zoo\.tsfm train"):
         load_tiny_tsfm(CHECKPOINT_DIR / "missing")
+
+
+# ---------------------------------------------------------------- a second backbone: transformers' PatchTST
+
+
+def test_star_injects_into_patchtst_and_starts_from_it_exactly() -> None:
+    pytest.importorskip("transformers")
+    import copy
+
+    from neurips26.methods.star import STARConfig, inject_star
+    from neurips26.zoo.patchtst_backbone import PatchTSTBackbone
+
+    backbone = PatchTSTBackbone.small(context_length=32)
+    assert isinstance(backbone, TSBackbone)
+    x = torch.randn(2, 3, 32)
+    patches = backbone.patchify(x)
+    mask = torch.zeros(patches.shape[:2], dtype=torch.bool)
+    mask[:, ::2] = True
+    with torch.no_grad():
+        reference = backbone(patches, mask)
+    config = STARConfig(target_modules=("q_proj", "v_proj", "3"))
+    model = inject_star(copy.deepcopy(backbone), config, n_numeric=3, vocab_sizes=(2, 3))
+    assert len(model.adapters) == 6
+    codes = torch.stack([torch.randint(0, 2, (2, 32)), torch.randint(0, 3, (2, 32))], dim=1)
+    with torch.no_grad():
+        recon = model._reconstruct(patches, model.context(codes), mask, (1, 3))
+    torch.testing.assert_close(recon, reference, rtol=0, atol=0)  # B = 0: the backbone exactly
+    loss = model.training_loss(x, codes, 0.3, torch.Generator().manual_seed(0))
+    loss.backward()
+    assert all(p.grad is None for p in model.backbone.parameters() if not p.requires_grad)
+    assert any(a.lora_A.grad is not None for a in model.adapters.values())
