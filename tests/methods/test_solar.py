@@ -33,7 +33,8 @@ from neurips26.methods.solar import (
 )
 from neurips26.methods.solar.baselines import flop_counter_flops
 from neurips26.methods.solar.ir import count_domain_points, gather_access
-from neurips26.methods.solar.rules import rule_matmul, rule_sdpa
+from neurips26.methods.solar.rules import rule_matmul
+from neurips26.methods.solar.rules_attention import rule_sdpa
 
 torch.set_num_threads(1)
 README = Path(__file__).resolve().parents[2] / "src/neurips26/methods/solar/README.md"

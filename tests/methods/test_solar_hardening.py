@@ -187,7 +187,8 @@ def test_jax_loops_and_convolutions_are_checked_independently(name):
 
 def test_a_wrong_trip_count_is_caught_and_not_validated():
     pytest.importorskip("jax")
-    from neurips26.methods.solar.frontend_jax import trace_jax, validate_jax
+    from neurips26.methods.solar.frontend_jax import trace_jax
+    from neurips26.methods.solar.validation_jax import validate_jax
 
     entry = _jax_program("jax_scan_rnn")
     inputs = entry["inputs"]()

@@ -247,7 +247,8 @@ def analyze(
     if frontend not in FRONTENDS:
         raise ValueError(f"frontend={frontend!r}; choose one of {list(FRONTENDS)}")
     if frontend == "jax" or (frontend == "auto" and _looks_like_jax(example_inputs)):
-        from neurips26.methods.solar.frontend_jax import trace_jax, validate_jax
+        from neurips26.methods.solar.frontend_jax import trace_jax
+        from neurips26.methods.solar.validation_jax import validate_jax
 
         trace = trace_jax(program, example_inputs)
         validation = validate_jax(program, example_inputs, trace, seed) if validate else None
