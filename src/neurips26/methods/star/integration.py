@@ -382,12 +382,12 @@ class STARDetector(WindowedReconstructionDetector):
         """Attribute each step's score to numeric, state-conditional and state-inherent causes.
 
         Returns a dict of (n,) arrays: ``score`` (= ``decision_function``), ``numeric``,
-        ``state_conditional``, ``state_inherent`` (the three add up to ``score`` up to the common offset
-        of the robust normalisation), ``label`` (0 numeric, 1 state-conditional, 2 state-inherent: the
-        largest part), plus ``channel`` (n, C) normalised errors, ``state`` (n, S) normalised NLLs and
-        ``unknown`` (n, S) flags. The state-conditional part is how much worse the numerics are
-        reconstructed under the observed states than under a state-agnostic context (the mean training
-        context): flow through a closed valve is plausible in general, wrong for this state.
+        ``state_conditional``, ``state_inherent`` (the three add up to ``score``), ``label`` (0 numeric,
+        1 state-conditional, 2 state-inherent: the largest part), plus ``channel`` (n, C) normalised
+        errors, ``state`` (n, S) normalised NLLs and ``unknown`` (n, S) flags. The state-conditional
+        part is how much worse the numerics are reconstructed under the observed states than under a
+        state-agnostic context (the mean training context): flow through a closed valve is plausible in
+        general, wrong for this state.
         """
         if not hasattr(self, "model_"):
             raise RuntimeError("STARDetector is not fitted: call fit(X) first")
