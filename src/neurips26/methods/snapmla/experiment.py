@@ -346,7 +346,7 @@ EXPERIMENT = Experiment(
             grid={"rope_gain": [1.0, 256.0]},
         ),
         "default": Profile(
-            "default", budget_s=240, seeds=5, overrides={"probe_samples": 0}, grid=DEFAULT_GRID
+            "default", budget_s=212, seeds=5, overrides={"probe_samples": 0}, grid=DEFAULT_GRID
         ),
         "full": Profile(
             "full",
