@@ -210,7 +210,7 @@ EXPERIMENT = Experiment(
             overrides={"n_tasks": 1, "rounds": 4, "n_items": 60},
             grid={"k": [10]},
         ),
-        "default": Profile("default", budget_s=180, seeds=5, grid=GRID),
+        "default": Profile("default", budget_s=60, seeds=5, grid=GRID),
         "full": Profile("full", budget_s=1800, seeds=10, overrides={"n_tasks": 35}, grid=GRID),
     },
     run=run,
