@@ -125,12 +125,12 @@ class RuleMutator:
             demos = list(prompt.demos[c])
             options = np.setdiff1d(self.by_class[c], demos)
             demos[int(rng.integers(len(demos)))] = int(rng.choice(options))
-            return replace(prompt, demos=(*prompt.demos[:c], tuple(demos), *prompt.demos[c + 1:]))
+            return replace(prompt, demos=(*prompt.demos[:c], tuple(demos), *prompt.demos[c + 1 :]))
         if move < 0.85:  # paraphrase: the class name plus WordNet lemma words of the class
             words = rng.choice(self.lemmas[c], min(3, len(self.lemmas[c])), replace=False)
             text = f"{self.classes[c].split('.')[1]}: {', '.join(words)}"
             return replace(
-                prompt, descriptions=(*prompt.descriptions[:c], text, *prompt.descriptions[c + 1:])
+                prompt, descriptions=(*prompt.descriptions[:c], text, *prompt.descriptions[c + 1 :])
             )
         return replace(prompt, instruction=int(rng.integers(len(INSTRUCTIONS))))
 
