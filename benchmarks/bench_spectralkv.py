@@ -30,8 +30,15 @@ from kvpress import SnapKVPress
 from transformers import DynamicCache
 
 from neurips26 import zoo
-from neurips26.methods.spectralkv import SpectralKVPress, calibrate_budget_profile, core, integration
-from neurips26.methods.spectralkv.core import forced_token_mask, metric_features, select_coreset
+from neurips26.methods.spectralkv import (
+    SpectralKVPress,
+    calibrate_budget_profile,
+    core,
+    duplicates,
+    integration,
+)
+from neurips26.methods.spectralkv.core import select_coreset
+from neurips26.methods.spectralkv.features import forced_token_mask, metric_features
 from neurips26.zoo.evaluation import heldout_tokens
 from neurips26.zoo.press_eval import compressed_prefill
 
@@ -123,7 +130,7 @@ _STAGES = {
     "window attention": (integration, "_window_attention"),
     "entropy": (integration, "attention_concentration"),
     "candidate pool": (integration, "metric_candidates"),
-    "duplicate sweep": (core.DuplicatePairs, "find"),
+    "duplicate sweep": (duplicates.DuplicatePairs, "find"),
     "pivoting": (core, "_segment_picks"),
     "score fill": (core, "_fill_by_score"),
     "layer budgets": (integration, "allocate_layer_budgets"),

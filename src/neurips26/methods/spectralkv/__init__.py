@@ -2,19 +2,19 @@
 
 Public API: :class:`SpectralKVPress` (a kvpress press), :func:`calibrate_budget_profile` and
 :class:`BudgetProfile` (the static variant), :class:`BudgetLedger` / :func:`ledger_from_cache` (budget
-audit for any press), and the tensor-level steps in :mod:`neurips26.methods.spectralkv.core`.
+audit for any press), :class:`SpectralKVPressConfig` (every hyper-parameter), and the tensor-level steps:
+:mod:`~neurips26.methods.spectralkv.budgets` (across layers), :mod:`~neurips26.methods.spectralkv.features`
+and :mod:`~neurips26.methods.spectralkv.core` (the coreset within a layer),
+:mod:`~neurips26.methods.spectralkv.duplicates` (near-duplicate pairs).
 """
 
 from __future__ import annotations
 
-from neurips26.methods.spectralkv.core import (
-    allocate_layer_budgets,
-    attention_concentration,
-    metric_features,
-    near_duplicate_share,
-    pivoted_selection,
-    select_coreset,
-)
+from neurips26.methods.spectralkv.budgets import allocate_layer_budgets, attention_concentration
+from neurips26.methods.spectralkv.config import SpectralKVPressConfig
+from neurips26.methods.spectralkv.core import pivoted_selection, select_coreset
+from neurips26.methods.spectralkv.duplicates import near_duplicate_share
+from neurips26.methods.spectralkv.features import metric_features
 from neurips26.methods.spectralkv.integration import (
     SpectralKVPress,
     calibrate_budget_profile,
@@ -26,6 +26,7 @@ __all__ = [
     "BudgetLedger",
     "BudgetProfile",
     "SpectralKVPress",
+    "SpectralKVPressConfig",
     "allocate_layer_budgets",
     "attention_concentration",
     "calibrate_budget_profile",

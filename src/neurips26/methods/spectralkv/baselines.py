@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from neurips26.methods.spectralkv.config import SpectralKVPressConfig
 from neurips26.methods.spectralkv.ledger import BudgetProfile
 
 __all__ = ["BASELINES", "PressRecipe", "make_baseline"]
@@ -119,9 +120,14 @@ BASELINES = (
 )
 
 
-def make_baseline(name: str, *, window_size: int = 32, kernel_size: int = 5, n_sink: int = 4) -> PressRecipe:
-    """The recipe of baseline ``name`` (one of :data:`BASELINES`) under the shared conventions."""
-    builders = _baseline_builders(window_size, kernel_size, n_sink)
+def make_baseline(name: str, conventions: SpectralKVPressConfig | None = None) -> PressRecipe:
+    """The recipe of baseline ``name`` (one of :data:`BASELINES`) under the shared conventions.
+
+    ``conventions`` supplies the window, pooling kernel and sinks every press shares with SpectralKV
+    (``window_size``, ``kernel_size``, ``n_sink``); ``None`` takes SpectralKV's defaults.
+    """
+    c = SpectralKVPressConfig() if conventions is None else conventions
+    builders = _baseline_builders(c.window_size, c.kernel_size, c.n_sink)
     if name not in builders:
         raise ValueError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
     build, attention, description = builders[name]

@@ -1,303 +1,38 @@
-"""SpectralKV on plain tensors: layer budgets by attention concentration, and a spectral coreset.
+"""SpectralKV within a layer, part 2: the spectral coreset by residual pivoting.
 
-SpectralKV: entropy-guided layer budgets and spectral-coreset KV-cache compression (NeurIPS 2026).
-
-Two independent steps, both training-free and batched over (batch, KV head):
-
-* **Across layers** -- :func:`attention_concentration` turns observation-window attention into
-  ``c_l = 1 - H_l / log(m)`` (mean row entropy, normalised by the number of candidate keys) and
-  :func:`allocate_layer_budgets` water-fills a fixed global budget with weights ``c_l ** gamma`` between a
-  floor (sinks + window) and a cap (the context), then rounds so the integers sum *exactly* to the total.
-* **Within a layer** -- :func:`metric_features` embeds every token in a joint key-value space whose key
-  part is aligned with the metric of the observation queries (``|| M^1/2 k ||^2`` is the mean squared
-  logit), and :func:`select_coreset` keeps the forced tokens (sinks, window) and picks the rest by
-  residual pivoting (:func:`pivoted_selection`, a batched greedy pivoted QR): each pick is the token whose
-  feature is farthest from the span of what is already kept, so a near-duplicate of a kept token has a
-  near-zero residual and is not picked.
+:func:`select_coreset` keeps the forced tokens (sinks, window) and picks the rest by residual pivoting
+(:func:`pivoted_selection`, a batched greedy pivoted QR) over the features of
+:mod:`~neurips26.methods.spectralkv.features`: each pick is the token whose feature is farthest from the
+span of what is already kept, so a near-duplicate of a kept token has a near-zero residual and is not
+picked (:mod:`~neurips26.methods.spectralkv.duplicates` finds the exact repeats once per pool).
+The layer budgets are in :mod:`~neurips26.methods.spectralkv.budgets`.
 
 Shapes: ``B`` batch, ``H`` KV heads, ``n`` tokens, ``d`` head dim, ``D = 2 d`` feature dim, ``L`` layers.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import torch
+
+from neurips26.methods.spectralkv.config import RANK_STRATEGIES
+from neurips26.methods.spectralkv.duplicates import DuplicatePairs, rank_of
+from neurips26.methods.spectralkv.features import (
+    Candidates,
+    coreset_candidates,
+    cpu_kernels,
+)
 
 __all__ = [
     "RANK_STRATEGIES",
-    "Candidates",
-    "DuplicatePairs",
-    "allocate_layer_budgets",
-    "attention_concentration",
-    "coreset_candidates",
-    "forced_token_mask",
-    "metric_candidates",
-    "metric_features",
-    "near_duplicate_share",
     "pivoted_selection",
     "select_coreset",
     "select_from_candidates",
     "select_topk",
-    "stack_candidates",
 ]
 
-RANK_STRATEGIES = ("hybrid", "restart", "segments")
 _RANK_TOL = 1e-6  # pivoted_selection's default: a residual below it is in the span already
-_SWEEP_DIRECTIONS = 8  # DuplicatePairs.find screens pairs on this many orthonormal coordinates
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Across layers
-# ---------------------------------------------------------------------------------------------------------
-def attention_concentration(
-    window_attention: torch.Tensor, candidate_mask: torch.Tensor, *, logits: torch.Tensor | None = None
-) -> float:
-    """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
-
-    Parameters
-    ----------
-    window_attention:
-        ``(B, H_q, w, n)`` softmax rows of the last ``w`` queries over all ``n`` keys.
-    candidate_mask:
-        ``(n,)`` bool, the keys a budget decision is about (not sinks, not the window). Rows are
-        renormalised over them, so a layer that parks its mass on the sink is judged by the rest.
-    logits:
-        optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
-        masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
-
-    Returns
-    -------
-    float in ``[0, 1]``: 1 when each row puts all its mass on one candidate key, 0 when uniform.
-    """
-    m = int(candidate_mask.sum())
-    if m <= 1:
-        return 0.0
-    attention = window_attention.float()
-    mask = candidate_mask.to(attention.device)
-    where = torch.nonzero(mask).squeeze(-1)
-    lo, hi = int(where[0]), int(where[-1]) + 1
-    if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
-        rows = attention[..., lo:hi]
-        z = None if logits is None else logits.float()[..., lo:hi]
-    else:
-        rows = attention * mask.float()
-        z = None if logits is None else logits.float()
-    mass = rows.sum(-1).clamp_min(1e-30)
-    # H(a / S) = log S - sum(a log a) / S, without renormalising the rows; log a = z - log Z when the
-    # logits are known (no logarithm per entry), else log on clamped entries (~2x faster than xlogy)
-    if z is None:
-        entropy = mass.log() - (rows * rows.clamp_min(1e-30).log()).sum(-1) / mass  # (B, H_q, w)
-    else:
-        entropy = mass.log() - torch.linalg.vecdot(rows, z) / mass + _log_normaliser(attention, logits)
-    return float((1.0 - entropy.mean() / math.log(m)).clamp(0.0, 1.0))
-
-
-def _log_normaliser(attention: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    """``log Z`` per row of ``attention = softmax(logits)``, from one entry: ``z_j - log a_j``. Token 0 is
-    never masked by a causal window and is rarely tiny; a row where it underflows uses its largest entry."""
-    log_z = logits[..., 0].float() - attention[..., 0].log()
-    tiny = attention[..., 0] < 1e-30
-    if bool(tiny.any()):  # only those rows are searched: an argmax over all rows costs more than the rest
-        rows = attention[tiny]
-        top = rows.argmax(-1, keepdim=True)
-        log_z[tiny] = (logits[tiny].float().gather(-1, top) - rows.gather(-1, top).log()).squeeze(-1)
-    return log_z
-
-
-def allocate_layer_budgets(
-    weights: torch.Tensor | list[float],
-    total: int,
-    floors: torch.Tensor | list[int],
-    caps: torch.Tensor | list[int],
-) -> torch.Tensor:
-    """Water-fill ``total`` slots over layers in proportion to ``weights``, within ``[floor, cap]``.
-
-    Finds ``t`` with ``sum_l clip(t * w_l, f_l, c_l) = total`` exactly, then rounds by largest
-    remainder so the integer budgets sum exactly to ``total`` and stay within their bounds.
-
-    Raises ``ValueError`` when ``total`` lies outside ``[sum(floors), sum(caps)]``.
-    """
-    w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
-    lo = np.asarray(floors, dtype=np.float64)
-    hi = np.asarray(caps, dtype=np.float64)
-    if not (w.shape == lo.shape == hi.shape) or w.ndim != 1 or len(w) == 0:
-        raise ValueError(
-            f"weights, floors and caps must be 1-D of one length, got {w.shape}, {lo.shape}, {hi.shape}"
-        )
-    if bool((lo > hi).any()):
-        raise ValueError(f"every floor must be <= its cap, got floors={lo.tolist()} caps={hi.tolist()}")
-    if not lo.sum() <= total <= hi.sum():
-        raise ValueError(
-            f"total budget {total} must lie in [sum(floors)={int(lo.sum())}, sum(caps)={int(hi.sum())}]"
-        )
-    if w.sum() == 0.0:
-        w = np.ones_like(w)  # no signal: uniform weights
-    w = w / w.max()  # the water level absorbs the scale
-    return _round_to_total(np.clip(_water_level(w, lo, hi, total) * w, lo, hi), total, lo, hi)
-
-
-def _water_level(w: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: float) -> float:
-    """The ``t`` where ``sum_l clip(t * w_l, lo_l, hi_l)`` reaches ``total``. The sum is piecewise linear
-    in ``t`` with kinks where a layer meets its floor or cap, so it is evaluated at every kink and
-    interpolated on the piece that crosses ``total``: exact, without iterating. Weights below 1e-12 of
-    the largest count as zero (their kinks would overflow); rounding gives any rest to layers with room."""
-    positive = w > 1e-12
-    kinks = np.unique(np.concatenate([[0.0], lo[positive] / w[positive], hi[positive] / w[positive]]))
-    filled = np.clip(kinks[:, None] * w, lo, hi).sum(-1)  # nondecreasing in t
-    k = int(np.searchsorted(filled, total))
-    if k == 0:
-        return 0.0
-    if k == len(kinks):  # zero-weight layers hold the rest; rounding gives it to those with room
-        return float(kinks[-1])
-    t0, t1, f0, f1 = kinks[k - 1], kinks[k], filled[k - 1], filled[k]
-    return float(t0 + (total - f0) * (t1 - t0) / (f1 - f0))
-
-
-def _round_to_total(real: np.ndarray, total: int, lo: np.ndarray, hi: np.ndarray) -> torch.Tensor:
-    """Largest-remainder rounding of ``real`` to integers in ``[lo, hi]`` summing to ``total`` (numpy:
-    a handful of layers, where torch's per-call overhead would dominate)."""
-    budgets = np.clip(np.floor(real), lo, hi)
-    remainder = real - budgets
-    short = int(total - budgets.sum())
-    while short != 0:  # at most two passes: the water level leaves |short| < number of layers
-        if short > 0:
-            room = budgets < hi
-            order = np.argsort(-np.where(room, remainder, -1.0), kind="stable")
-            take = order[: min(short, int(room.sum()))]
-            budgets[take] += 1
-        else:
-            room = budgets > lo
-            order = np.argsort(np.where(room, remainder, 2.0), kind="stable")
-            take = order[: min(-short, int(room.sum()))]
-            budgets[take] -= 1
-        remainder[take] = 0.0
-        short = int(total - budgets.sum())
-    return torch.from_numpy(budgets.astype(np.int64))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Within a layer
-# ---------------------------------------------------------------------------------------------------------
-def metric_features(
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    window_queries: torch.Tensor,
-    *,
-    value_weight: float = 1.0,
-    scores: torch.Tensor | None = None,
-    score_power: float = 1.0,
-    window_logits: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Joint feature ``phi_i = s_i^(beta/2) [M^1/2 k_i ; lambda v_i]`` per KV head.
-
-    ``M = Q^T Q / |Q|`` is the second moment of the observation queries of the head's GQA group, so
-    ``||M^1/2 k||^2 = mean_q (q . k)^2``: distances in the key part are distances in logit space.
-    ``lambda = value_weight * ||K M^1/2||_F / ||V||_F`` gives the value part the same energy.
-
-    Parameters
-    ----------
-    keys, values:
-        ``(B, H, n, d)`` cached (post-RoPE) keys and values.
-    window_queries:
-        ``(B, H, g*w, d)`` post-RoPE observation queries grouped by KV head.
-    scores:
-        optional ``(B, H, n)`` non-negative importance (observed attention); weights the features.
-    window_logits:
-        optional ``(B, H*g, w, n)`` pre-softmax logits ``q . k / sqrt(d)`` of the same queries (the press
-        has them from the window attention); the key part is then read off them instead of recomputed.
-
-    Returns
-    -------
-    ``(B, H, n, 2d)`` float32 features.
-    """
-    key_part = _KeyPart(keys, window_queries, window_logits)
-    everything = torch.arange(keys.shape[2], device=keys.device).expand(keys.shape[:3])
-    value_scale = _value_scale(key_part, values.float().pow(2).sum(-1), value_weight)
-    return _assemble_features(key_part, values, everything, value_scale, _score_weight(scores, score_power))
-
-
-class _KeyPart:
-    """The metric-aligned key part ``M^1/2 k`` (up to a rotation): its per-token energy, and its rows.
-
-    ``Q k / sqrt(|Q|)`` has the same Gram matrix as ``M^1/2 k`` (``k_i^T Q^T Q k_j / |Q|``) in ``g*w``
-    dims without an eigendecomposition, and pivoting depends on the Gram matrix only. The window logits
-    are ``Q k / sqrt(d)``: when given they *are* the key part up to a scale, so nothing is recomputed and
-    only the rows of the candidate pool are ever materialised.
-    """
-
-    def __init__(
-        self, keys: torch.Tensor, window_queries: torch.Tensor, window_logits: torch.Tensor | None
-    ) -> None:
-        q = window_queries.float()
-        batch, heads, n, d = keys.shape
-        self._logits = None
-        if window_logits is not None and q.shape[-2] <= d:
-            queries_per_head = q.shape[-2]
-            self._logits = window_logits.float().reshape(batch, heads, queries_per_head, n)
-            self._scale = math.sqrt(d / queries_per_head)
-            self.energy = self._logits.pow(2).sum(-2) * self._scale**2  # (B, H, n)
-            return
-        if q.shape[-2] <= d:
-            self._full = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
-        else:  # more queries than dims: M^1/2 itself keeps the key part in d dims
-            metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
-            eigval, eigvec = torch.linalg.eigh(metric)
-            root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
-            self._full = keys.float() @ root
-        self.energy = self._full.pow(2).sum(-1)
-
-    def rows(self, index: torch.Tensor) -> torch.Tensor:
-        """``(B, H, P, dims)`` key-part rows of the tokens ``index`` ``(B, H, P)``."""
-        if self._logits is None:
-            return self._full.gather(-2, index.unsqueeze(-1).expand(*index.shape, self._full.shape[-1]))
-        picked = self._logits.gather(
-            -1, index.unsqueeze(-2).expand(*self._logits.shape[:-1], index.shape[-1])
-        )
-        return picked.transpose(-1, -2) * self._scale
-
-
-def _score_weight(scores: torch.Tensor | None, score_power: float) -> torch.Tensor | None:
-    """Per-token feature weight ``s^(beta/2)``, or None for unweighted features."""
-    if scores is None or score_power == 0.0:
-        return None
-    return scores.float().clamp_min(0.0).pow(score_power / 2)
-
-
-def _value_scale(key_part: _KeyPart, value_energy: torch.Tensor, value_weight: float) -> torch.Tensor:
-    """``lambda`` ``(B, H, 1, 1)``: the value part gets ``value_weight`` times the key part's energy
-    (``value_energy`` ``(B, H, n)``: ``||v_i||^2``)."""
-    energy_k = key_part.energy.sum(-1).sqrt()
-    energy_v = value_energy.sum(-1).sqrt().clamp_min(1e-12)
-    return (value_weight * energy_k / energy_v)[..., None, None]
-
-
-def _assemble_features(
-    key_part: _KeyPart,
-    values: torch.Tensor,
-    index: torch.Tensor,
-    value_scale: torch.Tensor,
-    weight: torch.Tensor | None,
-) -> torch.Tensor:
-    """Features ``(B, H, P, dims + d)`` of the tokens ``index`` ``(B, H, P)``."""
-    v = values.float().gather(-2, index.unsqueeze(-1).expand(*index.shape, values.shape[-1]))
-    features = torch.cat([key_part.rows(index), value_scale * v], dim=-1)
-    if weight is not None:
-        features = features * weight.gather(-1, index).unsqueeze(-1)
-    return features
-
-
-def forced_token_mask(n: int, n_sink: int, window: int, device: torch.device | None = None) -> torch.Tensor:
-    """``(n,)`` bool: the first ``n_sink`` and the last ``window`` tokens, which every budget keeps."""
-    mask = torch.zeros(n, dtype=torch.bool, device=device)
-    mask[: min(n_sink, n)] = True
-    if window > 0:
-        mask[max(0, n - window) :] = True
-    return mask
 
 
 def pivoted_selection(
@@ -523,146 +258,6 @@ def select_topk(scores: torch.Tensor, budget: int, forced: torch.Tensor) -> torc
     return keyed.topk(budget, dim=-1).indices.sort(-1).values
 
 
-@dataclass
-class Candidates:
-    """The pool a coreset is chosen from, per (batch row, head); rows may be stacked layers.
-
-    ``index`` ``(B, H, P)`` token positions (sorted), ``features`` ``(B, H, P, D)``, ``scores`` ``(B, H, P)``,
-    ``forced`` / ``valid`` ``(B, H, P)`` bool (padding is invalid), ``budget`` ``(B, H)`` tokens to keep.
-    """
-
-    index: torch.Tensor
-    features: torch.Tensor
-    scores: torch.Tensor
-    forced: torch.Tensor
-    valid: torch.Tensor
-    budget: torch.Tensor
-
-
-def coreset_candidates(
-    features: torch.Tensor,
-    scores: torch.Tensor,
-    budget: int,
-    forced: torch.Tensor,
-    pool_factor: float | None = None,
-) -> Candidates:
-    """The forced tokens plus the ``ceil(pool_factor * budget)`` largest score-weighted feature energies.
-
-    Pivoting then costs ``O(P k D)`` whatever the context length; a token outside the pool has less
-    weighted energy than ``P - budget`` unkept candidates, so the greedy would rarely reach it. With
-    ``pool_factor=None`` every token is a candidate (exact).
-    """
-    batch, heads, n, dim = features.shape
-    _check_budget(budget, n)
-    forced = _forced_within_budget(forced, budget)
-    index = _pool_index(features.float().pow(2).sum(-1), forced, budget, pool_factor)
-    return Candidates(
-        index=index,
-        features=features.gather(-2, index.unsqueeze(-1).expand(-1, -1, -1, dim)),
-        scores=scores.gather(-1, index),
-        forced=forced[index],
-        valid=torch.ones_like(index, dtype=torch.bool),
-        budget=torch.full((batch, heads), budget, dtype=torch.long, device=features.device),
-    )
-
-
-def metric_candidates(
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    window_queries: torch.Tensor,
-    scores: torch.Tensor,
-    budget: int,
-    forced: torch.Tensor,
-    *,
-    pool_factor: float | None = None,
-    value_weight: float = 1.0,
-    feature_scores: torch.Tensor | None = None,
-    score_power: float = 1.0,
-    window_logits: torch.Tensor | None = None,
-    compiled: bool = True,
-) -> Candidates:
-    """``coreset_candidates(metric_features(...), ...)`` without the features of tokens outside the pool.
-
-    The pool is ranked by feature energy, which is known per token without the features
-    (``w_i^2 (||M^1/2 k_i||^2 + lambda^2 ||v_i||^2)``), so only the ``P`` pool rows are assembled: with
-    the window logits given the key part costs no matmul at all. ``feature_scores`` weight the features
-    (``metric_features``'s ``scores``), ``scores`` rank the hybrid fill (``coreset_candidates``'s). On
-    CPU with the logits as key part (``compiled``) the pool is built by :func:`kernels.pool_from_logits`.
-    """
-    batch, heads, n, _ = keys.shape
-    _check_budget(budget, n)
-    forced = _forced_within_budget(forced, budget)
-    weight = _score_weight(feature_scores, score_power)
-    queries_per_head, d = window_queries.shape[-2:]
-    kernels = _cpu_kernels(keys.device) if compiled and window_logits is not None else None
-    if kernels is not None and queries_per_head <= d:
-        index, features = kernels.pool_from_logits(
-            window_logits.reshape(batch, heads, queries_per_head, n),
-            values,
-            weight,
-            forced,
-            _pool_size(budget, n, pool_factor),
-            math.sqrt(d / queries_per_head),
-            value_weight,
-        )
-    else:
-        key_part = _KeyPart(keys, window_queries, window_logits)
-        value_energy = values.float().pow(2).sum(-1)
-        value_scale = _value_scale(key_part, value_energy, value_weight)
-        energy = key_part.energy + value_scale[..., 0].pow(2) * value_energy
-        if weight is not None:
-            energy = energy * weight.pow(2)
-        index = _pool_index(energy, forced, budget, pool_factor)
-        features = _assemble_features(key_part, values, index, value_scale, weight)
-    return Candidates(
-        index=index,
-        features=features,
-        scores=scores.gather(-1, index),
-        forced=forced[index],
-        valid=torch.ones_like(index, dtype=torch.bool),
-        budget=torch.full((batch, heads), budget, dtype=torch.long, device=keys.device),
-    )
-
-
-def _pool_index(
-    energy: torch.Tensor, forced: torch.Tensor, budget: int, pool_factor: float | None
-) -> torch.Tensor:
-    """``(B, H, P)`` sorted positions of the forced tokens plus the largest ``energy``."""
-    batch, heads, n = energy.shape
-    size = _pool_size(budget, n, pool_factor)
-    if size == n:
-        return torch.arange(n, device=energy.device).expand(batch, heads, n).contiguous()
-    return energy.masked_fill(forced, float("inf")).topk(size, dim=-1).indices.sort(-1).values
-
-
-def _pool_size(budget: int, n: int, pool_factor: float | None) -> int:
-    return n if pool_factor is None else min(n, max(budget, math.ceil(pool_factor * budget)))
-
-
-def _check_budget(budget: int, n: int) -> None:
-    if not 1 <= budget <= n:
-        raise ValueError(f"budget must be in [1, n={n}], got {budget}")
-
-
-def stack_candidates(parts: list[Candidates]) -> Candidates:
-    """Concatenate candidate pools along the batch dim (e.g. all layers), padding pools to one size."""
-    size = max(part.index.shape[-1] for part in parts)
-
-    def pad(tensor: torch.Tensor, value: float | bool, dims: int) -> torch.Tensor:
-        missing = size - tensor.shape[-dims]
-        widths = [0, 0] * (dims - 1) + [0, missing]
-        return torch.nn.functional.pad(tensor, widths, value=value) if missing else tensor
-
-    return Candidates(
-        index=torch.cat([pad(p.index, 0, 1) for p in parts]),
-        features=torch.cat([pad(p.features, 0.0, 2) for p in parts]),
-        scores=torch.cat([pad(p.scores, 0.0, 1) for p in parts]),
-        forced=torch.cat([pad(p.forced, False, 1) for p in parts]),
-        valid=torch.cat([pad(p.valid, False, 1) for p in parts]),
-        budget=torch.cat([p.budget for p in parts]),
-    )
-
-
 def select_from_candidates(
     candidates: Candidates,
     *,
@@ -757,19 +352,7 @@ def _has_better_duplicate(
     if duplicates.empty:
         return torch.zeros_like(kept)
     priority = features.pow(2).sum(-1).double().masked_fill(kept, float("inf"))
-    return duplicates.of_any(torch.ones_like(kept), before=_rank_of(priority))
-
-
-def _cpu_kernels(device: torch.device) -> Any:
-    """The compiled kernels module for CPU tensors, or ``None`` (another device, or numba not installed:
-    the batched torch path computes the same result)."""
-    if device.type != "cpu":
-        return None
-    try:
-        from neurips26.methods.spectralkv import kernels
-    except ImportError:
-        return None
-    return kernels
+    return duplicates.of_any(torch.ones_like(kept), before=rank_of(priority))
 
 
 def _segment_picks(
@@ -795,7 +378,7 @@ def _segment_picks(
     flat, kept = features.reshape(rows, size, dim), kept.reshape(rows, size)
     need = need.reshape(rows)
     open_ = ~closed.reshape(rows, size) & (need > 0).unsqueeze(-1)
-    kernels = _cpu_kernels(features.device) if compiled else None
+    kernels = cpu_kernels(features.device) if compiled else None
     if kernels is not None:
         picked = kernels.pivot_segments(flat, kept, open_, need, segment_budget, _RANK_TOL, energy_tol)
     else:
@@ -898,16 +481,6 @@ def select_coreset(
     )
 
 
-def _forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:
-    """The forced mask, trimmed from the oldest window tokens inward if it exceeds the budget."""
-    if int(forced.sum()) <= budget:
-        return forced.clone()
-    idx = torch.nonzero(forced).squeeze(-1)
-    trimmed = torch.zeros_like(forced)
-    trimmed[idx[-budget:]] = True  # the most recent tokens win: the window matters most for decoding
-    return trimmed
-
-
 def _fill_by_score(
     kept: torch.Tensor,
     scores: torch.Tensor,
@@ -925,141 +498,10 @@ def _fill_by_score(
     key = key.masked_fill(duplicates.of_any(kept) & (key > 0.5), 0.5)
     # each pass demotes the fillers that duplicate a better one; rarely more than one
     for _ in range(0 if duplicates.empty else 8):
-        rank = _rank_of(key)
+        rank = rank_of(key)
         filling = (rank < need.unsqueeze(-1)) & (key > 0.5)
         repeats = duplicates.of_any(filling, before=rank) & filling
         if not bool(repeats.any()):
             break
         key = key.masked_fill(repeats, 0.5)
-    return kept | ((_rank_of(key) < need.unsqueeze(-1)) & valid)
-
-
-def _rank_of(key: torch.Tensor) -> torch.Tensor:
-    """Position of every entry in the descending (stable) order of ``key`` along the last dim."""
-    order = torch.argsort(key, dim=-1, descending=True, stable=True)
-    rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order))
-    return rank
-
-
-@dataclass
-class DuplicatePairs:
-    """The near-duplicate relation of a candidate pool: every pair with cosine >= ``threshold``.
-
-    Stored sparse, once per pool (both orders of each pair), so the restart rounds and the score fill
-    look up a token's duplicates by index instead of comparing it with every kept token again.
-    """
-
-    shape: tuple[int, ...]
-    row: torch.Tensor  # flat (batch, head) row of each ordered pair
-    first: torch.Tensor
-    second: torch.Tensor
-
-    @classmethod
-    def find(
-        cls, unit: torch.Tensor, valid: torch.Tensor, threshold: float, *, compiled: bool = True
-    ) -> DuplicatePairs:
-        """All pairs of ``valid`` tokens of ``unit`` ``(..., P, D)`` (unit rows) with cosine >= threshold.
-
-        Exact, and far below the ``O(P^2 D)`` of comparing all pairs when duplicates are rare: unit
-        vectors with cosine >= t lie within ``r = sqrt(2 - 2t)`` of each other, so also after any
-        orthonormal projection. The tokens are sorted by their coordinate on a direction they spread
-        along (:func:`_spread_directions`); a token's candidates are the ones within ``r`` of it in that
-        order whose projection on a few more directions is also within ``r``, and only those are
-        compared in full. On CPU (``compiled``) the sweep runs in :func:`kernels.duplicate_pairs`.
-        """
-        shape = tuple(valid.shape)
-        n, dim = shape[-1], unit.shape[-1]
-        u = unit.reshape(-1, n, dim).float()
-        ok = valid.reshape(-1, n)
-        radius = math.sqrt(max(0.0, 2.0 - 2.0 * threshold)) + 1e-5  # slack for float32 rounding
-        kernels = _cpu_kernels(u.device) if compiled else None
-        if kernels is not None:
-            directions = _fixed_directions(dim, min(_SWEEP_DIRECTIONS, dim) - 1)
-            row, a, b = kernels.duplicate_pairs(u, ok, threshold, radius, directions)
-            return cls(shape, torch.cat([row, row]), torch.cat([a, b]), torch.cat([b, a]))
-        coords = u @ _spread_directions(u, ok).transpose(1, 2)  # (R, n, k)
-        sorted_first, order = coords[..., 0].masked_fill(~ok, float("inf")).sort(-1)
-        reach = torch.searchsorted(sorted_first, sorted_first + radius, right=True)
-        steps = (reach - torch.arange(n, device=u.device) - 1).masked_fill(~ok.gather(1, order), 0)
-        first, second = _within_steps(steps)  # flat sorted positions, every pair close in coordinate 0
-        near = coords.gather(1, order.unsqueeze(-1).expand_as(coords)).reshape(-1, coords.shape[-1])
-        first, second = _keep(first, second, (near[first] - near[second]).pow(2).sum(-1) <= radius**2)
-        row, a, b = first // n, order.reshape(-1)[first], order.reshape(-1)[second]
-        row, a, b = _keep(row, a, b, (u[row, a] * u[row, b]).sum(-1) >= threshold)
-        return cls(shape, torch.cat([row, row]), torch.cat([a, b]), torch.cat([b, a]))
-
-    @property
-    def empty(self) -> bool:
-        return self.row.numel() == 0
-
-    def of_any(self, flag: torch.Tensor, before: torch.Tensor | None = None) -> torch.Tensor:
-        """``(..., P)`` bool: tokens with a duplicate among the ``flag`` ones (earlier by ``before``)."""
-        if self.empty:
-            return torch.zeros_like(flag, dtype=torch.bool)
-        hit = flag.reshape(-1, self.shape[-1])[self.row, self.first]
-        if before is not None:
-            rank = before.reshape(-1, self.shape[-1])
-            hit &= rank[self.row, self.first] < rank[self.row, self.second]
-        out = torch.zeros(flag.numel(), dtype=torch.bool, device=flag.device)
-        out[(self.row * self.shape[-1] + self.second)[hit]] = True
-        return out.reshape(flag.shape)
-
-
-def _spread_directions(unit: torch.Tensor, valid: torch.Tensor, k: int = _SWEEP_DIRECTIONS) -> torch.Tensor:
-    """``(R, k, D)`` orthonormal directions; the first runs from the mean of the valid rows to the row
-    farthest from it (they spread along it nearly as much as along the principal direction, for one
-    matrix-vector product), the others are fixed random ones. Any orthonormal directions keep
-    :meth:`DuplicatePairs.find` exact; spread-out ones keep it fast."""
-    count, _, dim = unit.shape
-    weight = valid.unsqueeze(1).to(unit.dtype)  # (R, 1, n)
-    mean = (weight @ unit).squeeze(1) / weight.sum(-1).clamp_min(1)  # (R, D)
-    # ||u - mean||^2 = 1 - 2 u.mean + ||mean||^2 for unit rows: the farthest has the smallest u.mean
-    farthest = (unit @ mean.unsqueeze(-1)).squeeze(-1).masked_fill(~valid, float("inf")).argmin(-1)
-    first = unit[torch.arange(count, device=unit.device), farthest] - mean
-    others = _fixed_directions(dim, min(k, dim) - 1).to(unit)
-    columns = torch.cat([first.unsqueeze(-1), others.expand(count, -1, -1)], dim=-1)
-    return torch.linalg.qr(columns).Q.transpose(1, 2)
-
-
-@functools.lru_cache(maxsize=8)
-def _fixed_directions(dim: int, k: int) -> torch.Tensor:
-    """``(dim, k)`` random directions, the same on every call (seed 0)."""
-    return torch.randn(dim, k, generator=torch.Generator().manual_seed(0))
-
-
-def _within_steps(steps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Flat pairs ``(i, i + s)``, ``1 <= s <= steps[i]``, over the rows of ``steps`` ``(R, m)``."""
-    counts = steps.reshape(-1)
-    first = torch.repeat_interleave(torch.arange(len(counts), device=steps.device), counts)
-    starts = torch.repeat_interleave(counts.cumsum(0) - counts, counts)
-    return first, first + torch.arange(len(first), device=steps.device) - starts + 1
-
-
-def _keep(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """The entries of every tensor but the last where the last (a bool mask) is True."""
-    *values, mask = tensors
-    return tuple(value[mask] for value in values)
-
-
-def near_duplicate_share(
-    keys: torch.Tensor, values: torch.Tensor, threshold: float = 0.95, mask: torch.Tensor | None = None
-) -> float:
-    """Share of kept tokens that are a near-duplicate of an earlier kept token.
-
-    Tokens are compared by the cosine of ``[k / ||K||_F ; v / ||V||_F]`` per (batch, head); token ``j``
-    counts when some kept ``i < j`` has cosine >= ``threshold``. Inputs are ``(B, H, m, d)`` cache entries;
-    ``mask`` ``(B, H, m)`` marks the ones a head really keeps (head-wise presses mask instead of dropping).
-    """
-    k = keys.float() / keys.float().pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
-    v = values.float() / values.float().pow(2).sum((-1, -2), keepdim=True).sqrt().clamp_min(1e-12)
-    joint = torch.cat([k, v], dim=-1)
-    unit = joint / joint.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    cos = unit @ unit.transpose(-1, -2)
-    m = cos.shape[-1]
-    present = torch.ones(keys.shape[:3], dtype=torch.bool, device=keys.device) if mask is None else mask
-    earlier = torch.ones(m, m, dtype=torch.bool, device=cos.device).tril(-1)
-    pairs = (cos >= threshold) & earlier & present.unsqueeze(-1) & present.unsqueeze(-2)
-    duplicate = pairs.any(-1) & present
-    total = int(present.sum())
-    return float(duplicate.sum()) / total if total else 0.0
+    return kept | ((rank_of(key) < need.unsqueeze(-1)) & valid)

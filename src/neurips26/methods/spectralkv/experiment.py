@@ -17,6 +17,7 @@ measures what the compressed cache does afterwards:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import time
 from typing import Any
@@ -30,48 +31,38 @@ from neurips26.methods.spectralkv.config import SpectralKVConfig
 __all__ = ["EXPERIMENT", "OURS", "run_cell"]
 
 OURS = "spectralkv"
-ABLATIONS = {
-    # name: (budget_mode, selector, rank_strategy)
-    "spectralkv": ("entropy", "coreset", "segments"),
-    "spectralkv-static": ("static", "coreset", "segments"),
-    "spectralkv-entropy-only": ("entropy", "topk", "segments"),
-    "spectralkv-coreset-only": ("uniform", "coreset", "segments"),
-    "spectralkv-restart": ("entropy", "coreset", "restart"),  # the slower, more faithful rank strategy
+ABLATIONS: dict[str, dict[str, str]] = {
+    # name: the switches of the method's config (experiment config ``method``) that differ from ours
+    "spectralkv": {},
+    "spectralkv-static": {"budget_mode": "static"},
+    "spectralkv-entropy-only": {"selector": "topk"},
+    "spectralkv-coreset-only": {"budget_mode": "uniform"},
+    "spectralkv-restart": {"rank_strategy": "restart"},  # the slower, more faithful rank strategy
 }
 COMPRESSING_BASELINES = tuple(b for b in BASELINES if b != "full-cache")
 
 
 def _ours(name: str) -> Any:
-    budget_mode, selector, strategy = ABLATIONS[name]
+    switches = ABLATIONS[name]
 
     def factory(config: SpectralKVConfig) -> PressRecipe:
+        method = dataclasses.replace(config.method, **switches) if switches else config.method
+        static = method.budget_mode == "static"
+
         def build(ratio: float, seed: int, profile: Any) -> Any:
             from neurips26.methods.spectralkv.integration import SpectralKVPress
 
-            return SpectralKVPress(
-                compression_ratio=ratio,
-                budget_mode=budget_mode,
-                selector=selector,
-                rank_strategy=strategy,
-                window_size=config.window_size,
-                kernel_size=config.kernel_size,
-                n_sink=config.n_sink,
-                gamma=config.gamma,
-                profile=profile if budget_mode == "static" else None,
-            )
+            return SpectralKVPress.from_config(method, ratio, profile if static else None)
 
-        return PressRecipe(
-            name, build, "sdpa", f"SpectralKV ({budget_mode} budgets, {selector})", budget_mode == "static"
-        )
+        description = f"SpectralKV ({method.budget_mode} budgets, {method.selector}, {method.rank_strategy})"
+        return PressRecipe(name, build, "sdpa", description, static)
 
     return factory
 
 
 def _baseline(name: str) -> Any:
     def factory(config: SpectralKVConfig) -> PressRecipe:
-        return make_baseline(
-            name, window_size=config.window_size, kernel_size=config.kernel_size, n_sink=config.n_sink
-        )
+        return make_baseline(name, config.method)
 
     return factory
 
@@ -112,15 +103,10 @@ def run_cell(
 ) -> dict[str, float]:
     """Run one (system, keep ratio, seed) cell and return every metric."""
 
-    from neurips26.methods.spectralkv.core import near_duplicate_share
+    from neurips26.methods.spectralkv.duplicates import near_duplicate_share
+    from neurips26.methods.spectralkv.evaluation import decode_continuation, repeated_text_batch
     from neurips26.methods.spectralkv.ledger import ledger_from_cache
-    from neurips26.zoo.press_eval import (
-        compressed_prefill,
-        decode_continuation,
-        kept_mask,
-        repeated_text_batch,
-        text_batch,
-    )
+    from neurips26.zoo.press_eval import compressed_prefill, kept_mask, text_batch
 
     model, tokenizer = _model(config.model)
     model.set_attn_implementation(system.attention)
@@ -131,9 +117,9 @@ def run_cell(
             config.model,
             config.calibration_prompts,
             config.calibration_tokens,
-            config.gamma,
-            config.window_size,
-            config.n_sink,
+            config.method.gamma,
+            config.method.window_size,
+            config.method.n_sink,
         )
         if system.needs_profile
         else None
@@ -220,45 +206,64 @@ METRICS = (
 )
 
 AGGRESSIVE = {"keep_ratio": (0.125, 0.0625)}
+# the strongest presses of the full sweep (attention error: TOVA and H2O lead, SnapKV/AdaKV/PyramidKV next)
+# and StreamingLLM; the full profile runs all ten compressing baselines, the default these six
+VERSUS = ("snapkv", "pyramidkv", "adakv", "h2o", "tova", "streamingllm")
+NAIVE = ("random",)  # a press that knows nothing: if it satisfies a claim, the claim shows nothing
 CLAIMS = (
     Claim(
         "At aggressive keep ratios SpectralKV keeps attention outputs for future queries closer to the full "
-        "cache than every baseline press",
+        "cache than the strongest baseline presses",
         "fidelity_error",
         OURS,
-        COMPRESSING_BASELINES,
+        VERSUS,
+        controls=NAIVE,
         where=AGGRESSIVE,
     ),
     Claim(
-        "At aggressive keep ratios (12.5%, 6.25%) SpectralKV gives lower continuation perplexity than every "
-        "baseline press",
+        "At aggressive keep ratios (12.5%, 6.25%) SpectralKV gives lower continuation perplexity than the "
+        "strongest baseline presses",
         "continuation_ppl",
         OURS,
-        COMPRESSING_BASELINES,
+        VERSUS,
+        controls=NAIVE,
         where=AGGRESSIVE,
     ),
     Claim(
-        "At aggressive keep ratios SpectralKV retrieves better than every baseline press",
+        "At aggressive keep ratios SpectralKV retrieves better than the strongest baseline presses",
         "retrieval_acc",
         OURS,
-        COMPRESSING_BASELINES,
+        VERSUS,
+        controls=NAIVE,
         where=AGGRESSIVE,
     ),
     Claim(
-        "The static-budget variant lowers peak prefill KV memory below the dynamic variant and the full "
-        "cache",
+        "The static-budget variant brings SpectralKV's peak prefill KV memory down to that of a press that "
+        "compresses each layer in its own hook (SnapKV)",
         "peak_cache_mb",
         "spectralkv-static",
-        ("spectralkv", "full-cache"),
+        ("snapkv",),
+        kind="noninferior",
+        margin=0.10,
+        margin_source=(
+            "ours: a profile moves budget between layers, so the peak (compressed earlier layers + the "
+            "current one in full) may exceed a uniform press's by one layer's budget: at most "
+            "k / ((L - 1) k + n) = 9% for the 4-layer model at 12.5% keep"
+        ),
+        controls=("spectralkv", "full-cache"),  # both hold every layer's full cache at once
     ),
     Claim(
-        "The static-budget variant loses negligible quality (continuation perplexity within 2% of dynamic)",
-        "continuation_ppl",
+        "The static-budget variant loses negligible quality (attention error within 2% of the dynamic one)",
+        "fidelity_error",
         "spectralkv-static",
         (OURS,),
         kind="noninferior",
         margin=0.02,
-        margin_source="ours: the paper's 'negligible loss' read as within 2% perplexity",
+        margin_source=(
+            "ours: the paper's 'negligible loss' read as within 2% of the dynamic variant's attention error; "
+            "SnapKV (the control) was 4% worse at 12.5% keep in the full sweep"
+        ),
+        controls=("snapkv", "random"),
     ),
 )
 
@@ -283,15 +288,23 @@ PROFILES = {
     ),
     "default": Profile(
         "default",
-        budget_s=900,
-        seeds=3,
-        overrides={"text_batch": 2, "probe_samples": 1, "continuation_tokens": 32},
-        grid={"keep_ratio": [0.5, 0.25, 0.125, 0.0625]},
+        budget_s=180,
+        seeds=5,
+        overrides={
+            "context_tokens": 1024,
+            "text_batch": 2,
+            "continuation_tokens": 32,
+            "probe_contexts": [1024],
+            "probe_samples": 1,
+            "probe_kinds": ["passkey"],
+        },
+        grid={"keep_ratio": [0.125]},
+        systems=(*list(ABLATIONS)[:4], "full-cache", *VERSUS, *NAIVE),
     ),
     "full": Profile(
         "full",
         budget_s=5400,
-        seeds=3,
+        seeds=5,
         overrides={"probe_contexts": [1024, 2048], "probe_samples": 16, "text_batch": 8},
         grid={"keep_ratio": [0.5, 0.25, 0.125, 0.0625], "model": ["tiny-llama", "tiny-qwen3"]},
     ),

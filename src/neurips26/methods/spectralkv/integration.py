@@ -21,6 +21,7 @@ Budget modes:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,20 +32,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from neurips26.core.config import param
-from neurips26.core.validation import check_choice, check_int
-from neurips26.methods.spectralkv.core import (
-    RANK_STRATEGIES,
+from neurips26.methods.spectralkv.budgets import allocate_layer_budgets, attention_concentration
+from neurips26.methods.spectralkv.config import BUDGET_MODES, SELECTORS, SpectralKVPressConfig
+from neurips26.methods.spectralkv.core import select_from_candidates, select_topk
+from neurips26.methods.spectralkv.features import (
     Candidates,
-    allocate_layer_budgets,
-    attention_concentration,
     forced_token_mask,
     metric_candidates,
-    select_from_candidates,
-    select_topk,
     stack_candidates,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
-from neurips26.zoo.press_eval import post_rope_queries
 
 try:  # kvpress is the llm extra; the press is unusable without it, the core is not
     from kvpress.presses.base_press import BasePress
@@ -60,9 +57,6 @@ __all__ = [
     "check_supported_model",
 ]
 
-BUDGET_MODES = ("entropy", "static", "uniform")
-SELECTORS = ("coreset", "topk")
-
 
 @dataclass
 class _LayerAnalysis:
@@ -75,7 +69,7 @@ class _LayerAnalysis:
 
 
 @dataclass
-class SpectralKVPress(BasePress):
+class SpectralKVPress(BasePress, SpectralKVPressConfig):
     """Entropy-guided layer budgets + spectral-coreset token selection, as a kvpress press.
 
     Parameters
@@ -87,6 +81,11 @@ class SpectralKVPress(BasePress):
         ``"entropy"``, ``"static"`` (needs ``profile``) or ``"uniform"``.
     selector:
         ``"coreset"`` (residual pivoting in the metric-aligned joint space) or ``"topk"`` (SnapKV's rule).
+    profile:
+        The offline layer profile of ``budget_mode="static"``.
+
+    Every other keyword is a field of :class:`~neurips26.methods.spectralkv.config.SpectralKVPressConfig`
+    (its defaults and their sources are there); :meth:`from_config` builds a press from one.
 
     After each prefill ``press.ledger`` holds the kept tokens per layer and head.
 
@@ -99,66 +98,17 @@ class SpectralKVPress(BasePress):
     """
 
     compression_ratio: float = param(0.0, "kvpress convention: fraction of the cache removed")
-    budget_mode: str = param("entropy", "paper: redistribute the global budget by attention entropy")
-    selector: str = param("coreset", "paper: spectral coreset by residual pivoting")
-    window_size: int = param(32, "SnapKV paper: observation window of the last 32 prompt tokens")
-    kernel_size: int = param(5, "SnapKV / kvpress default pooling kernel for observed-attention scores")
-    n_sink: int = param(4, "StreamingLLM paper: 4 attention-sink tokens")
-    gamma: float = param(
-        1.0,
-        "ours: budgets proportional to concentration (linear); gamma < 0 reverses the paper's direction "
-        "(more slots to diffuse layers, as ZigZagKV does), gamma = 0 is uniform",
-    )
-    layer_cap: float = param(1.0, "ours: a layer may keep up to its whole context")
-    score_power: float = param(
-        1.0, "ours: features weighted by sqrt(observed attention) so pivots are distinct *and* attended"
-    )
-    value_weight: float = param(1.0, "ours: key and value parts carry equal energy")
-    rank_strategy: str = param(
-        "segments",
-        "ours: for budgets above the feature rank, exact pivoting within strided segments of the context, "
-        "each sharing at most segment_budget picks: within 2x of SnapKV's step, where 'restart' (new rounds "
-        "once the rank is covered) takes 6-13x for a 0.01-0.04 lower attention error (README)",
-    )
-    segment_budget: int = param(
-        64, "ours: each segment's share of the picks stays at most this (below the rank); 8-128 sweep alike"
-    )
-    duplicate_cosine: float = param(0.999, "ours: cosine above which a token is a near-duplicate")
-    block_size: int = param(
-        16, "ours: 'hybrid'/'restart' take 16 pivots per pass over the pool instead of one (an approximation)"
-    )
-    pool_factor: float | None = param(
-        1.25,
-        "ours: pivot among the 1.25 x budget highest-energy tokens; as good as or better than 2 x on "
-        "train-split windows and ~2x less pivoting work (README)",
-    )
-    energy_tol: float = param(0.01, "ours: stop pivoting once 99% of the residual energy is covered")
     profile: BudgetProfile | None = param(None, "static mode: an offline-calibrated layer profile")
     ledger: BudgetLedger = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.compression_ratio, bool) or not 0 <= self.compression_ratio < 1:
             raise ValueError(f"compression_ratio must be in [0, 1), got {self.compression_ratio!r}")
-        check_choice("budget_mode", self.budget_mode, BUDGET_MODES)
-        check_choice("selector", self.selector, SELECTORS)
-        check_choice("rank_strategy", self.rank_strategy, RANK_STRATEGIES)
-        for name in ("window_size", "kernel_size", "block_size", "segment_budget"):
-            check_int(name, getattr(self, name))
-        check_int("n_sink", self.n_sink, 0)
-        if (
-            isinstance(self.gamma, bool)
-            or not isinstance(self.gamma, (int, float))
-            or not math.isfinite(self.gamma)
-        ):
-            raise ValueError(f"gamma must be a finite number, got {self.gamma!r}")
-        if not 0 < self.layer_cap <= 1:
-            raise ValueError(f"layer_cap must be in (0, 1], got {self.layer_cap!r}")
+        SpectralKVPressConfig.__post_init__(self)
         if self.budget_mode == "static" and self.profile is None:
             raise ValueError(
                 "budget_mode='static' needs profile=BudgetProfile (see calibrate_budget_profile)"
             )
-        if self.pool_factor is not None and self.pool_factor < 1:
-            raise ValueError(f"pool_factor must be >= 1 or None, got {self.pool_factor!r}")
         self.ledger = BudgetLedger(self.compression_ratio)
         self._pending: dict[int, _LayerAnalysis] = {}
         self._num_layers = 0
@@ -166,6 +116,16 @@ class SpectralKVPress(BasePress):
         self._forced_mask: torch.Tensor | None = None
         self._observe_only = False
         self.concentrations: dict[int, float] = {}
+
+    @classmethod
+    def from_config(
+        cls, config: SpectralKVPressConfig, compression_ratio: float, profile: BudgetProfile | None = None
+    ) -> SpectralKVPress:
+        """The press with ``config``'s hyper-parameters at ``compression_ratio`` (and ``profile``)."""
+        if not isinstance(config, SpectralKVPressConfig):
+            raise TypeError(f"config must be a SpectralKVPressConfig, got {type(config).__name__}")
+        settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(SpectralKVPressConfig)}
+        return cls(compression_ratio=compression_ratio, profile=profile, **settings)
 
     # -- model checks -------------------------------------------------------------------------------
     def post_init_from_model(self, model: Any) -> None:
@@ -465,3 +425,13 @@ def calibrate_budget_profile(
         model_type=str(getattr(model.config, "model_type", "")),
         calibration={"n_prompts": len(prompts), "gamma": gamma, "tokens": [int(p.shape[1]) for p in prompts]},
     )
+
+
+def post_rope_queries(module: Any, hidden_states: torch.Tensor, position_embeddings: Any) -> torch.Tensor:
+    """``(B, H_q, q, d)`` queries of an attention module after RoPE, as its forward computes them."""
+    from kvpress.utils import get_prerope_query_states
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    queries = get_prerope_query_states(module, hidden_states)
+    cos, sin = position_embeddings
+    return (queries * cos.unsqueeze(1)) + (rotate_half(queries) * sin.unsqueeze(1))
