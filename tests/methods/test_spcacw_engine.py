@@ -63,6 +63,22 @@ def test_group_kernel_matches_autograd_loop(data):
             torch.testing.assert_close(fast[c, m], p.grad)
 
 
+@pytest.mark.parametrize("groups", [2, 4])
+def test_gram_variance_kernel_matches_explicit_micro_batches(data, groups):
+    """Oracle: gradient_and_variance equals within_client_variance of the explicit micro-batch gradients."""
+    from neurips26.methods.spcacw import within_client_variance
+    from neurips26.methods.spcacw.engine import split_groups
+
+    model = FlatMLP((64, 8, 7, 10))
+    theta = model.init(4, torch.Generator().manual_seed(1))
+    x, y = data.x[:4, :16], data.y[:4, :16]
+    g, s = model.gradient_and_variance(theta, x, y, groups)
+    xg, yg = split_groups(x, y, groups)
+    g_ref, s_ref = within_client_variance(Kernels(model).per_client_groups(theta, xg, yg))
+    torch.testing.assert_close(g, g_ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(s, s_ref, atol=1e-6, rtol=1e-4)
+
+
 def test_nan_reply_is_dropped_and_logged(data):
     poisoned = type(data)(**{**data.__dict__, "x": data.x.clone()})
     poisoned.x[3] = float("nan")

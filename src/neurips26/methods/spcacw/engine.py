@@ -92,6 +92,58 @@ class FlatMLP:
                 delta = torch.einsum("cgbo,coi->cgbi", delta, weights[layer]) * (1 - below**2)
         return torch.cat(parts[::-1], dim=-1)
 
+    def gradient_and_variance(
+        self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, groups: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each model's minibatch gradient and the micro-batch estimate of its variance, without forming
+        the ``groups`` micro-batch gradients.
+
+        ``theta`` (C, P), ``x`` (C, B, in), ``y`` (C, B) -> ``g`` (C, P) and ``s`` (C,), equal to
+        :func:`~neurips26.methods.spcacw.core.within_client_variance` of the ``groups`` equal micro-batch
+        gradients. With per-sample deltas ``d_b`` and inputs ``h_b`` of a layer, a micro-batch's weight
+        gradient is ``m sum_b d_b h_b^T``, whose squared norm is ``m^2 sum_{b,b'} (d_b . d_b') (h_b . h_b')``:
+        two small Gram matrices per micro-batch instead of ``m`` gradient copies, so the variance costs
+        ``O(B b (in + out))`` on top of the gradient's ``O(B in out)``;
+        ``sum_j ||G_j - g||^2 = sum_j ||G_j||^2 - m ||g||^2`` (accumulated in float64).
+        """
+        c, batch = y.shape
+        if batch % groups or groups < 1:
+            raise ValueError(f"batch={batch} must be a multiple of groups={groups} >= 1")
+        per = batch // groups
+        weights, biases, offset = [], [], 0
+        for o, i in self.shapes:
+            weights.append(theta[:, offset : offset + o * i].view(c, o, i))
+            biases.append(theta[:, offset + o * i : offset + o * i + o])
+            offset += o * i + o
+        activations = [x]
+        h = x
+        for layer, (weight, bias) in enumerate(zip(weights, biases, strict=True)):
+            h = torch.baddbmm(bias[:, None, :], h, weight.transpose(1, 2))
+            if layer < len(weights) - 1:
+                h = torch.tanh(h)
+                activations.append(h)
+        delta = torch.softmax(h, dim=-1)
+        delta = (delta - torch.nn.functional.one_hot(y, delta.shape[-1]).to(delta.dtype)) / batch
+        parts: list[torch.Tensor] = []
+        squares = torch.zeros(c, groups, dtype=torch.float64)
+        for layer in range(len(weights) - 1, -1, -1):
+            below = activations[layer]
+            parts.append(
+                torch.cat([torch.bmm(delta.transpose(1, 2), below).flatten(1), delta.sum(1)], dim=-1)
+            )
+            if groups > 1:
+                d_groups = delta.view(c, groups, per, -1)
+                h_groups = below.view(c, groups, per, -1)
+                gram = (d_groups @ d_groups.transpose(-1, -2)) * (h_groups @ h_groups.transpose(-1, -2))
+                squares += gram.sum((-1, -2)).double() + (d_groups.sum(2) ** 2).sum(-1).double()
+            if layer > 0:
+                delta = torch.bmm(delta, weights[layer]) * (1 - below * below)
+        gradient = torch.cat(parts[::-1], dim=-1)
+        if groups == 1:  # no variance from a single group: the plain gradient (what FedAvg's clients run)
+            return gradient, torch.full((c,), float("nan"), dtype=gradient.dtype)
+        spread = squares.sum(1) * groups**2 - groups * (gradient * gradient).sum(-1).double()
+        return gradient, (spread / (groups * (groups - 1))).clamp_min(0).to(gradient.dtype)
+
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy of one model on one batch."""
         return torch.nn.functional.cross_entropy(self.forward(theta, x), y)
@@ -108,7 +160,7 @@ class Kernels:
 
     def __post_init__(self) -> None:
         model = self.model
-        self.per_client = lambda theta, x, y: model.grouped_gradients(theta, x[:, None], y[:, None])[:, 0]
+        self.per_client = lambda theta, x, y: model.gradient_and_variance(theta, x, y, 1)[0]
         self.per_client_groups = model.grouped_gradients
         per_model = vmap(self.model.loss, in_dims=(0, None, None))
         self.loss_matrix = vmap(per_model, in_dims=(None, 0, 0))
@@ -188,11 +240,9 @@ def client_updates(
     variances = torch.zeros(t * n)
     for _ in range(config.local_steps):
         x, y = data.sample_batch(batch, generator)
-        xg, yg = split_groups(x, y, config.variance_groups)
-        xg = xg.repeat(t, 1, 1, 1)
-        yg = yg.repeat(t, 1, 1)
-        group = kernels.per_client_groups(phi, xg, yg)  # (T*N, m, P)
-        step, s = within_client_variance(group)
+        if t > 1:
+            x, y = x.repeat(t, 1, 1), y.repeat(t, 1)
+        step, s = kernels.model.gradient_and_variance(phi, x, y, config.variance_groups)  # (T*N, P), (T*N,)
         variances += s
         if config.update == "gradient":
             return step.reshape(t, n, p), variances.reshape(t, n)
@@ -239,7 +289,7 @@ def run_weighted(
         g, s = client_updates(kernels, theta, data, config, batch, generator)
         alpha = torch.empty(len(targets), data.n_clients)
         for row, target in enumerate(targets):
-            valid = torch.isfinite(g[row]).all(-1) & torch.isfinite(s[row])
+            valid = torch.isfinite(s[row])  # s sums squares of g's entries: NaN/inf in g reach it
             s_row = s[row].double().numpy()
             if rule == "bound":
                 start = time.perf_counter()
@@ -257,13 +307,14 @@ def run_weighted(
                 logs[target].append(
                     RoundRecord.from_solution(r, solution, bias_sq, estimators[row].variance(), dropped)
                 )
-                d = ((g[row] - g[row, target]) ** 2).sum(-1).double().numpy()
+                diff = g[row] - g[row, target]
+                d = (diff * diff).sum(-1).double().numpy()
                 estimators[row].update(d, s_row, valid.numpy())
             else:
                 weights = fixed[target] * valid.numpy()
                 weights = weights / weights.sum()
             alpha[row] = torch.from_numpy(weights).float()
-        step = torch.einsum("tn,tnp->tp", alpha, torch.nan_to_num(g))
+        step = torch.einsum("tn,tnp->tp", alpha, g if bool(torch.isfinite(s).all()) else torch.nan_to_num(g))
         theta = theta - config.lr * config.local_steps * step  # delta mode: the whole averaged delta
         if (r + 1) % eval_every == 0 or r == rounds - 1:
             curve.append(weighted_accuracy(model, theta, data, targets))
