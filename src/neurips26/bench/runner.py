@@ -205,16 +205,17 @@ def _execute_local(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    # spawn, not fork: forking a process that has started torch's thread pools can deadlock.
+    # spawn, not fork: forking a process that has started torch's (or JAX's) thread pools can deadlock.
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
         futures = {pool.submit(execute_cell, task): task for task in tasks}
         for future in progress.loop(as_completed(futures), total=len(futures), desc=desc):
             on_done(futures[future], future.result())
     except BaseException:
-        # Ctrl-C / SIGTERM: drop queued cells and stop the workers, so no semaphore is left behind
+        # Ctrl-C / SIGTERM: finished cells are saved; stop the workers without waiting for queued cells
+        workers = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        for process in list(getattr(pool, "_processes", {}).values()):
+        for process in workers:
             process.terminate()
         raise
     pool.shutdown(wait=True)
