@@ -8,6 +8,8 @@ BIN    := $(VENV)/bin
 .PHONY: install install-test run test lint clean
 
 $(BIN)/python:
+	# Debian's WordNet (poes' tier-2 scorer); optional: without it those parts skip
+	-(command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq wordnet-base >/dev/null)
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	# The CPU wheel first: the package's torch range then installs nothing more.
