@@ -11,7 +11,9 @@ from neurips26.core.config import config_from_dict, config_hash, config_to_dict
 
 SMOKE_BUDGET_LIMIT_S = 60.0
 SMOKE_OVERRUN_FACTOR = 1.5  # ours: CPU time varies ~20% with cache contention; 1.5x leaves room, not slack
-DEFAULT_BUDGET_LIMIT_S = 300.0  # issue #19: about 3 minutes per method, all 19 in about an hour
+# issue #19: about 3 minutes per method at load ~1, all 19 in about an hour; budgets measured on the
+# shared machine under load 3-4 read up to 2x that, so the hard stop is 6 minutes
+DEFAULT_BUDGET_LIMIT_S = 360.0
 MIN_VERDICT_SEEDS = 5  # issue #19: no verdict below 5 pairs
 
 
