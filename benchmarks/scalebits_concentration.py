@@ -49,25 +49,25 @@ def main() -> None:
     model = copy.deepcopy(task.model)
     calibration = calibration_windows(task.train_ids, config.calibration_sequences, config.sequence_length, 0)
     linears = select_linears(model, default_filter)
-    stats = calibration_statistics(model, linears, calibration, config.micro_batch)
+    stats = calibration_statistics(model, linears, calibration, config.method.micro_batch)
     sensitivity = {
-        name: element_sensitivity(layer.weight.detach(), stats[name][1], 2, config.group_size)
+        name: element_sensitivity(layer.weight.detach(), stats[name][1], 2, config.method.group_size)
         for name, layer in linears.items()
     }
-    before = {name: concentration(s, config.tile) for name, s in sensitivity.items()}
+    before = {name: concentration(s, config.method.tile) for name, s in sensitivity.items()}
     channels = {name: channel_concentration(s) for name, s in sensitivity.items()}
     folds = fold_reordering(model, linears, sensitivity)
-    folded = {name: concentration(s, config.tile) for name, s in sensitivity.items()}
+    folded = {name: concentration(s, config.method.tile) for name, s in sensitivity.items()}
     gathered_model = copy.deepcopy(model)
     gathered = {name: s.clone() for name, s in sensitivity.items()}
     gathered_linears = select_linears(gathered_model, default_filter)
     apply_gathers(gathered_model, gathered_linears, gathered, folded_sides(folds))
-    print(f"model: {config.model} ({task.source})")
+    print(f"model: {config.model}")
     print("| layer | top-10% rows | top-10% cols | top-10% tiles before | after folding | folds + gathers |")
     print("|---|---|---|---|---|---|")
     for name in sensitivity:
         rows, cols = channels[name]
-        after = concentration(gathered[name], config.tile)
+        after = concentration(gathered[name], config.method.tile)
         print(f"| {name} | {rows:.2f} | {cols:.2f} | {before[name]:.2f} | {folded[name]:.2f} | {after:.2f} |")
     if not args.no_explain:
         explain_allocation(model, calibration, config)
@@ -79,18 +79,19 @@ def explain_allocation(
     """Per-layer bits at 2.6 bits/weight, static-vs-dynamic drift, and the heat-map figure."""
     qconfig = ScaleBitsConfig(
         avg_bits=2.6,
-        bits=config.bits,
-        tile=config.tile,
-        group_size=config.group_size,
+        bits=config.method.bits,
+        tile=config.method.tile,
+        group_size=config.method.group_size,
         reorder="none",
-        fraction=config.fraction,
-        micro_batch=config.micro_batch,
-        pad=config.pad,
+        fraction=config.method.fraction,
+        micro_batch=config.method.micro_batch,
+        pad=config.method.pad,
     )
     allocation = allocate_bits(model, calibration, [2.6], qconfig).allocation(2.6)
-    top = {name: torch.full_like(bits, max(config.bits)) for name, bits in allocation.items()}
+    top = {name: torch.full_like(bits, max(config.method.bits)) for name, bits in allocation.items()}
     print(
-        f"\nstatic-vs-dynamic rank correlation of tile sensitivities: all tiles at {max(config.bits)} bits "
+        "\nstatic-vs-dynamic rank correlation of tile sensitivities: "
+        f"all tiles at {max(config.method.bits)} bits "
         f"{sensitivity_drift(model, calibration, qconfig, top):.3f}; at the 2.6-bit allocation "
         f"{sensitivity_drift(model, calibration, qconfig, allocation):.3f}"
     )
@@ -98,7 +99,7 @@ def explain_allocation(
     for name, bits in layer_average_bits(allocation).items():
         print(f"| {name} | {bits:.2f} |")
     shapes = {name: tuple(model.get_submodule(name).weight.shape) for name in allocation}
-    path = plot_bit_heatmaps(allocation, shapes, config.tile, Path("scalebits_bits_2.6.png"))
+    path = plot_bit_heatmaps(allocation, shapes, config.method.tile, Path("scalebits_bits_2.6.png"))
     print(f"\nheat-map: {path}")
 
 

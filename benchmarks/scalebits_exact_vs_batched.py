@@ -23,18 +23,18 @@ def main() -> None:
     config = ScaleBitsExperimentConfig()
     task = load_task(config)
     calibration = calibration_windows(task.train_ids, config.calibration_sequences, config.sequence_length, 0)
-    print(f"model: {task.source}")
+    print(f"model: {config.model}")
     print("| search | rounds | seconds | " + " | ".join(f"ppl @ {t}" for t in TARGETS) + " |")
     print("|---|---|---|" + "---|" * len(TARGETS))
     for label, fraction in (("batched 5%", 0.05), ("exact (1 tile/round)", 1e-9)):
         model = copy.deepcopy(task.model)
         qconfig = ScaleBitsConfig(
             avg_bits=max(TARGETS),
-            bits=config.bits,
-            tile=config.tile,
-            group_size=config.group_size,
+            bits=config.method.bits,
+            tile=config.method.tile,
+            group_size=config.method.group_size,
             fraction=fraction,
-            micro_batch=config.micro_batch,
+            micro_batch=config.method.micro_batch,
         )
         start = time.perf_counter()
         allocation, _ = reorder_and_allocate(model, calibration, TARGETS, qconfig)
@@ -43,7 +43,11 @@ def main() -> None:
         for target in TARGETS:
             quantized = copy.deepcopy(model)
             apply_allocation(
-                quantized, allocation.allocation(target), config.bits, config.tile, config.group_size
+                quantized,
+                allocation.allocation(target),
+                config.method.bits,
+                config.method.tile,
+                config.method.group_size,
             )
             perplexities.append(evaluate(quantized, task.model, task.heldout_ids, config)["perplexity"])
         cells = " | ".join(f"{p:.3f}" for p in perplexities)

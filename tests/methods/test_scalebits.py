@@ -276,12 +276,12 @@ def test_quantize_hits_the_budget_and_runs(llama, tokens, sensitivity) -> None:
         assert torch.isfinite(model(tokens).logits).all()
 
 
-def test_allocate_bits_yields_a_monotone_curve_for_several_budgets(llama, tokens) -> None:
+def test_allocate_bits_restores_the_weights(llama, tokens) -> None:
+    # the monotone path and the least-sensitive-first order (which fail with the greedy order inverted)
+    # are tested in test_scalebits_ideas.py
     model = copy.deepcopy(llama)
     config = ScaleBitsConfig(tile=TILE, group_size=GROUP, fraction=0.25)
-    result = allocate_bits(model, tokens, [2.8, 3.5, 4.2], config)
-    means = [float(torch.cat(list(result.allocation(t).values())).float().mean()) for t in (4.2, 3.5, 2.8)]
-    assert means == sorted(means, reverse=True)
+    allocate_bits(model, tokens, [2.8, 3.5, 4.2], config)
     for name, layer in select_linears(model, config.filter_fn).items():  # weights restored
         assert torch.equal(layer.weight, llama.get_submodule(name).weight)
 
@@ -298,7 +298,7 @@ def test_explainer_heatmap_and_drift(llama, tokens, tmp_path: Path) -> None:
     path = plot_bit_heatmaps(allocation, shapes, TILE, tmp_path / "bits.png")
     assert path.stat().st_size > 1000
     drift = sensitivity_drift(model, tokens, config, allocation)
-    assert -1.0 <= drift <= 1.0
+    assert 0.0 < drift < 1.0  # the sensitivities move once quantized (< 1) but stay related (> 0)
     for name, layer in select_linears(model, config.filter_fn).items():
         assert torch.equal(layer.weight, llama.get_submodule(name).weight)
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scalebits_oracles import brute_force_knapsack, gptq_reference
 
 from neurips26.methods.scalebits import ScaleBitsLinear, UniformRTNConfig, quantize_
 from neurips26.methods.scalebits.baselines import (
@@ -24,9 +25,8 @@ from neurips26.methods.scalebits.core import layer_ledger, quantize_groups
 from neurips26.methods.scalebits.gptq import (
     dequantize_partial_groups,
     gptq_quantize,
-    gptq_reference,
 )
-from neurips26.methods.scalebits.hawq import brute_force_knapsack, hutchinson_traces, knapsack_allocation
+from neurips26.methods.scalebits.hawq import hutchinson_traces, knapsack_allocation
 from neurips26.methods.scalebits.integration import apply_allocation, packed_report, select_linears
 from neurips26.testing.skips import requires_package
 from neurips26.zoo.builders import tiny_llama

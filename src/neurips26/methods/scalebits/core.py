@@ -438,3 +438,9 @@ def tile_concentration(sensitivity: torch.Tensor, tile: tuple[int, int], top: fl
     per_tile = tile_sum(sensitivity, tile).sort(descending=True).values
     k = max(1, int(top * len(per_tile)))
     return float(per_tile[:k].sum()) / (float(per_tile.sum()) or 1.0)
+
+
+def replace_module(model: torch.nn.Module, fqn: str, new: torch.nn.Module) -> None:
+    """Put ``new`` at the dotted path ``fqn`` of ``model`` (the quantized layers replace the linears)."""
+    parent_name, _, child = fqn.rpartition(".")
+    setattr(model.get_submodule(parent_name) if parent_name else model, child, new)

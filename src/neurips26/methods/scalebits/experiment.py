@@ -1,16 +1,17 @@
 """The ScaleBITS experiment: held-out perplexity versus average bits on a tiny Llama (or Qwen3).
 
 Model: the zoo's ``config.model`` (``tiny-llama`` by default, ``tiny-qwen3`` with ``--set
-model=tiny-qwen3``) when its checkpoint loads; for ``tiny-llama`` otherwise a tiny byte-level Llama trained
-here for ``fallback_steps`` steps on the source text of a few stdlib modules (``inspect.getsource``;
-held-out text from other modules). Seeds draw different calibration windows. One progressive run per (system,
+model=tiny-qwen3``); a checkpoint that does not load is an error naming the fix. Seeds draw different
+calibration windows. The method's own config is ``config.method`` (``--set method.fraction=0.1``); each
+system is that config with its switches (``System.build``). One progressive run per (system,
 seed) yields every budget of the profile's grid; the runner's grid points read its snapshots.
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
+import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -43,9 +44,6 @@ from neurips26.methods.scalebits.integration import (
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
 
-TRAIN_MODULES = ("argparse", "textwrap", "string", "json.decoder", "json.encoder", "difflib", "shlex")
-HELDOUT_MODULES = ("calendar", "fractions")
-
 
 @dataclass(frozen=True)
 class Recipe:
@@ -53,16 +51,27 @@ class Recipe:
 
     name: str
     kind: str  # "scalebits", "rtn", "gptq", "hqq", "hawq", "slim", "sfmp", "random"
-    sensitivity: str = "dynamic"
-    reorder: str = "folded"
+    switches: tuple[tuple[str, str], ...] = ()  # ScaleBitsConfig fields that differ from the config's
     quantizer: str = "rtn"  # how a ScaleBITS / SliM-LLM allocation is rounded: "rtn" or "gptq"
+
+
+@dataclass(frozen=True)
+class System:
+    """A built system: its recipe and the method config it runs with (layout, bits, budget, switches)."""
+
+    recipe: Recipe
+    method: ScaleBitsConfig
+
+    @classmethod
+    def build(cls, recipe: Recipe, config: ScaleBitsExperimentConfig) -> System:
+        return cls(recipe, dataclasses.replace(config.method, **dict(recipe.switches)))
 
 
 RECIPES = {
     "scalebits": Recipe("scalebits", "scalebits"),
-    "static_sensitivity": Recipe("static_sensitivity", "scalebits", sensitivity="static"),
-    "scalebits_no_reorder": Recipe("scalebits_no_reorder", "scalebits", reorder="none"),
-    "scalebits_gather": Recipe("scalebits_gather", "scalebits", reorder="gather"),
+    "static_sensitivity": Recipe("static_sensitivity", "scalebits", (("sensitivity", "static"),)),
+    "scalebits_no_reorder": Recipe("scalebits_no_reorder", "scalebits", (("reorder", "none"),)),
+    "scalebits_gather": Recipe("scalebits_gather", "scalebits", (("reorder", "gather"),)),
     "random_allocation": Recipe("random_allocation", "random"),
     "uniform_rtn": Recipe("uniform_rtn", "rtn"),
     "uniform_gptq": Recipe("uniform_gptq", "gptq"),
@@ -80,9 +89,7 @@ class LanguageTask:
     model: torch.nn.Module
     train_ids: torch.Tensor  # 1-D token ids
     heldout_ids: torch.Tensor
-    source: str  # "zoo" or "fallback"
-    train_seconds: float
-    tokenizer: Any = None  # the zoo tokenizer (retrieval probes); None for the byte-level fallback
+    tokenizer: Any  # the zoo tokenizer (retrieval probes)
 
 
 _TASKS: dict[str, LanguageTask] = {}
@@ -90,78 +97,44 @@ _ALLOCATIONS: dict[tuple, tuple[ModelAllocation, torch.nn.Module, float]] = {}
 _TRACES: dict[tuple, tuple[dict[str, float], float]] = {}
 
 
-def _stdlib_bytes(modules: tuple[str, ...]) -> torch.Tensor:
-    import importlib
-
-    text = "\n".join(inspect.getsource(importlib.import_module(name)) for name in modules)
-    return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
-
-
-def train_fallback_llama(config: ScaleBitsExperimentConfig, train_ids: torch.Tensor) -> torch.nn.Module:
-    """A tiny byte-level Llama trained in-process (AdamW, fixed seed) when the zoo model is missing."""
-    from neurips26.zoo.builders import tiny_llama
-
-    hidden = config.fallback_hidden
-    model = tiny_llama(hidden_size=hidden, intermediate_size=2 * hidden, num_layers=2, vocab_size=256).train()
-    generator = torch.Generator().manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    length = config.sequence_length
-    for step in range(config.fallback_steps):
-        for group in optimizer.param_groups:  # linear warm-up then cosine decay
-            group["lr"] = (
-                3e-3
-                * min(1.0, (step + 1) / 20)
-                * 0.5
-                * (1 + math.cos(math.pi * step / config.fallback_steps))
-            )
-        starts = torch.randint(0, len(train_ids) - length - 1, (16,), generator=generator)
-        batch = torch.stack([train_ids[s : s + length] for s in starts.tolist()])
-        loss = model(input_ids=batch, labels=batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval()
+def _method_key(config: ScaleBitsExperimentConfig) -> str:
+    """The config's hash with the swept budget fixed: one task / allocation / trace cache entry per budget
+    sweep."""
+    return config_hash(dataclasses.replace(config, method=dataclasses.replace(config.method, avg_bits=3.0)))
 
 
 def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
-    """The zoo ``config.model`` with its corpus if available, else (tiny-llama only) the in-process fallback
-    (cached per config)."""
-    key = config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0}))
+    """The zoo's trained ``config.model`` and its token splits (cached per config).
+
+    A model that does not load is an error naming the fix (no silent switch to another model), and so is
+    a tile that does not divide its linear weights without ``method.pad``.
+    """
+    key = _method_key(config)
     if key in _TASKS:
         return _TASKS[key]
-    start = time.perf_counter()
-    task = _zoo_task(config)
-    if task is None and config.model != "tiny-llama":
-        raise RuntimeError(
-            f"model={config.model!r}: the zoo checkpoint does not load (or tile={config.tile} does not "
-            "divide its weights with pad=False); only tiny-llama has an in-process fallback"
-        )
-    if task is None:
-        train_ids, heldout_ids = _stdlib_bytes(TRAIN_MODULES), _stdlib_bytes(HELDOUT_MODULES)
-        model = train_fallback_llama(config, train_ids)
-        task = LanguageTask(model, train_ids, heldout_ids, "fallback", time.perf_counter() - start)
-    _TASKS[key] = task
-    return task
+    from neurips26.zoo import load
+    from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
 
-
-def _zoo_task(config: ScaleBitsExperimentConfig) -> LanguageTask | None:
-    """The zoo's trained ``config.model`` and its token splits, or None when the zoo or checkpoint is missing
-    or when ``config.tile`` does not divide its linear weights and ``config.pad`` is off (the zoo spec's
-    intermediate size 688 = 16 x 43 needs padding)."""
     try:
-        from neurips26.zoo import load
-        from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
-
         model, tokenizer = load(config.model)
-        train = torch.from_numpy(load_corpus_tokens(tokenizer, "train", None).haystack.ids).long()
-        heldout = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids).long()
-    except Exception:
-        return None
-    for layer in select_linears(model, ScaleBitsConfig().filter_fn).values():
+    except Exception as err:
+        raise RuntimeError(
+            f"scalebits: the zoo model {config.model!r} does not load ({err}); the experiment needs its "
+            f"trained checkpoint: check `neurips26 zoo list` or rebuild it with `neurips26 zoo train "
+            f"{config.model}`"
+        ) from err
+    train = torch.from_numpy(load_corpus_tokens(tokenizer, "train", None).haystack.ids).long()
+    heldout = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids).long()
+    tile = config.method.tile
+    for name, layer in select_linears(model, config.method.filter_fn).items():
         rows, cols = layer.weight.shape
-        if not config.pad and (rows % config.tile[0] or cols % config.tile[1]):
-            return None
-    return LanguageTask(model.eval(), train, heldout, "zoo", 0.0, tokenizer)
+        if not config.method.pad and (rows % tile[0] or cols % tile[1]):
+            raise ValueError(
+                f"scalebits: tile={tile} does not divide {name} ({rows}x{cols}) of {config.model!r}; "
+                "set method.pad=true or a tile that divides every linear"
+            )
+    _TASKS[key] = LanguageTask(model.eval(), train, heldout, tokenizer)
+    return _TASKS[key]
 
 
 def calibration_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> torch.Tensor:
@@ -207,10 +180,8 @@ def evaluate(
 
 def retrieval(model: torch.nn.Module, task: LanguageTask, config: ScaleBitsExperimentConfig) -> float:
     """Exact-match accuracy of the zoo's multi-query associative recall probe (``mqar``) at
-    ``retrieval_length`` tokens; NaN for the byte-level fallback (no zoo tokenizer). The zoo models are at
-    chance on it today (chance 1/90), so it is a wiring check, not a discriminating metric."""
-    if task.tokenizer is None:
-        return float("nan")
+    ``retrieval_length`` tokens. The zoo models are at chance on it today (chance 1/90), so it is a wiring
+    check, not a discriminating metric."""
     from neurips26.zoo.evaluation import retrieval_accuracy
 
     return retrieval_accuracy(
@@ -237,27 +208,13 @@ def reference_predictions(
     return _REFERENCE[key]
 
 
-def _scalebits_config(config: ScaleBitsExperimentConfig, recipe: Recipe, target: float) -> ScaleBitsConfig:
-    return ScaleBitsConfig(
-        avg_bits=target,
-        bits=config.bits,
-        tile=config.tile,
-        group_size=config.group_size,
-        sensitivity=recipe.sensitivity,
-        reorder=recipe.reorder,
-        fraction=config.fraction,
-        micro_batch=config.micro_batch,
-        pad=config.pad,
-    )
-
-
 def progressive_run(
-    recipe: Recipe, config: ScaleBitsExperimentConfig, task: LanguageTask, targets: list[float], seed: int
+    system: System, config: ScaleBitsExperimentConfig, task: LanguageTask, targets: list[float], seed: int
 ) -> tuple[ModelAllocation, torch.nn.Module, float]:
     """Reorder (folded) and allocate once for every target; cached per (system, config, targets, seed)."""
     key = (
-        (recipe.kind, recipe.sensitivity, recipe.reorder),
-        config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0})),
+        (system.recipe.kind, system.method.sensitivity, system.method.reorder),
+        _method_key(config),
         tuple(targets),
         seed,
     )
@@ -269,22 +226,22 @@ def progressive_run(
     )
     model = copy.deepcopy(task.model)
     allocation, _ = reorder_and_allocate(
-        model, calibration, targets, _scalebits_config(config, recipe, max(targets))
+        model, calibration, targets, dataclasses.replace(system.method, avg_bits=max(targets))
     )
     _ALLOCATIONS[key] = (allocation, model, time.perf_counter() - start)
     return _ALLOCATIONS[key]
 
 
 def uniform_bits_within(
-    config: ScaleBitsExperimentConfig, linears: dict, target: float, float_zeros: bool = False
+    method: ScaleBitsConfig, linears: dict, target: float, float_zeros: bool = False
 ) -> int | None:
     """The largest uniform bit-width whose ledger (metadata included) fits ``target`` bits per weight."""
     n_weights = sum(layer.weight.numel() for layer in linears.values())
     fitting = [
         bits
-        for bits in config.bits
+        for bits in method.bits
         if sum(
-            uniform_ledger_bits(tuple(layer.weight.shape), config.tile, config.group_size, bits, float_zeros)
+            uniform_ledger_bits(tuple(layer.weight.shape), method.tile, method.group_size, bits, float_zeros)
             for layer in linears.values()
         )
         <= math.floor(target * n_weights + 1e-6)
@@ -292,10 +249,10 @@ def uniform_bits_within(
     return max(fitting) if fitting else None
 
 
-def _uniform_width(config: ScaleBitsExperimentConfig, linears: dict, float_zeros: bool = False) -> int:
-    bits = uniform_bits_within(config, linears, config.avg_bits, float_zeros)
+def _uniform_width(method: ScaleBitsConfig, linears: dict, float_zeros: bool = False) -> int:
+    bits = uniform_bits_within(method, linears, method.avg_bits, float_zeros)
     if bits is None:
-        raise NotApplicable(f"no uniform bit-width in {config.bits} fits {config.avg_bits} bits/weight")
+        raise NotApplicable(f"no uniform bit-width in {method.bits} fits {method.avg_bits} bits/weight")
     return bits
 
 
@@ -303,7 +260,7 @@ def hawq_traces(
     config: ScaleBitsExperimentConfig, task: LanguageTask, calibration: torch.Tensor, seed: int
 ) -> tuple[dict[str, float], float]:
     """Hutchinson traces of the full-precision model, once per (config, seed): every budget reuses them."""
-    key = (config_hash(config.__class__(**{**config.__dict__, "avg_bits": 3.0})), seed)
+    key = (_method_key(config), seed)
     if key not in _TRACES:
         start = time.perf_counter()
         model = copy.deepcopy(task.model)
@@ -314,77 +271,81 @@ def hawq_traces(
 
 def _hawq_config(config: ScaleBitsExperimentConfig, seed: int) -> HAWQConfig:
     return HAWQConfig(
-        avg_bits=config.avg_bits,
-        bits=config.bits,
-        tile=config.tile,
-        group_size=config.group_size,
-        pad=config.pad,
+        avg_bits=config.method.avg_bits,
+        bits=config.method.bits,
+        tile=config.method.tile,
+        group_size=config.method.group_size,
+        pad=config.method.pad,
         hutchinson_samples=config.hutchinson_samples,
-        micro_batch=config.micro_batch,
+        micro_batch=config.method.micro_batch,
         seed=seed,
     )
 
 
 def quantize_baseline(
-    recipe: Recipe, config: ScaleBitsExperimentConfig, task: LanguageTask, seed: int
+    system: System, config: ScaleBitsExperimentConfig, task: LanguageTask, seed: int
 ) -> tuple[torch.nn.Module, object, float]:
-    """One uniform / layer-wise / random baseline at ``config.avg_bits``: the model, report and seconds."""
+    """One uniform / layer-wise / random baseline at ``method.avg_bits``: the model, report and seconds."""
+    recipe, method = system.recipe, system.method
     start = time.perf_counter()
     calibration = calibration_windows(
         task.train_ids, config.calibration_sequences, config.sequence_length, seed
     )
     model = copy.deepcopy(task.model)
-    linears = select_linears(model, ScaleBitsConfig().filter_fn)
-    layout = {"tile": config.tile, "group_size": config.group_size, "pad": config.pad}
+    linears = select_linears(model, method.filter_fn)
+    layout = {"tile": method.tile, "group_size": method.group_size, "pad": method.pad}
     extra = 0.0
     if recipe.kind == "rtn":
-        report = quantize_(model, UniformRTNConfig(bits=_uniform_width(config, linears), **layout))
+        report = quantize_(model, UniformRTNConfig(bits=_uniform_width(method, linears), **layout))
     elif recipe.kind == "gptq":
-        gptq = GPTQConfig(bits=_uniform_width(config, linears), micro_batch=config.micro_batch, **layout)
+        gptq = GPTQConfig(bits=_uniform_width(method, linears), micro_batch=method.micro_batch, **layout)
         report = quantize_(model, gptq, calibration=calibration)
     elif recipe.kind == "hqq":
-        report = quantize_(model, HQQConfig(bits=_uniform_width(config, linears, float_zeros=True), **layout))
+        report = quantize_(model, HQQConfig(bits=_uniform_width(method, linears, float_zeros=True), **layout))
     elif recipe.kind == "slim":
         slim = SliMLLMConfig(
-            avg_bits=config.avg_bits,
-            bits=config.bits,
+            avg_bits=method.avg_bits,
+            bits=method.bits,
             quantizer=recipe.quantizer,
-            micro_batch=config.micro_batch,
+            micro_batch=method.micro_batch,
             **layout,
         )
         report = quantize_(model, slim, calibration=calibration)
     elif recipe.kind == "sfmp":
         sfmp = SFMPConfig(
-            avg_bits=config.avg_bits, bits=config.bits, micro_batch=config.micro_batch, **layout
+            avg_bits=method.avg_bits, bits=method.bits, micro_batch=method.micro_batch, **layout
         )
         report = quantize_(model, sfmp, calibration=calibration)
     elif recipe.kind == "hawq":
         traces, extra = hawq_traces(config, task, calibration, seed)
         allocations, _ = hawq_allocation(
-            model, calibration, _hawq_config(config, seed), [config.avg_bits], traces
+            model, calibration, _hawq_config(config, seed), [method.avg_bits], traces
         )
         report = apply_layer_bits(
-            model, allocations[config.avg_bits], config.tile, config.group_size, config.pad
+            model, allocations[method.avg_bits], method.tile, method.group_size, method.pad
         )
     else:
         report = quantize_random(
-            model, config.avg_bits, config.bits, config.tile, config.group_size, seed, config.pad
+            model, method.avg_bits, method.bits, method.tile, method.group_size, seed, method.pad
         )
     return model, report, time.perf_counter() - start + extra
 
 
 def run(
-    recipe: Recipe, config: ScaleBitsExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: System, config: ScaleBitsExperimentConfig, profile: Profile, seed: int, progress: Progress
 ) -> dict[str, float]:
+    """One cell: quantize the zoo model with ``system`` at ``method.avg_bits`` and evaluate it."""
     torch.set_num_threads(1)
     task = load_task(config)
-    targets = sorted({float(t) for t in profile.grid.get("avg_bits", [])} | {float(config.avg_bits)})
-    if recipe.kind == "scalebits":
-        allocation, reordered, seconds = progressive_run(recipe, config, task, targets, seed)
+    method = system.method
+    swept = profile.grid.get("method.avg_bits", [])
+    targets = sorted({float(t) for t in swept} | {float(method.avg_bits)})
+    if system.recipe.kind == "scalebits":
+        allocation, reordered, seconds = progressive_run(system, config, task, targets, seed)
         model = copy.deepcopy(reordered)
-        layout = (config.bits, config.tile, config.group_size, config.pad)
-        tile_bits = allocation.allocation(config.avg_bits)
-        if recipe.quantizer == "gptq":
+        layout = (method.bits, method.tile, method.group_size, method.pad)
+        tile_bits = allocation.allocation(method.avg_bits)
+        if system.recipe.quantizer == "gptq":
             calibration = calibration_windows(
                 task.train_ids, config.calibration_sequences, config.sequence_length, seed
             )
@@ -395,7 +356,7 @@ def run(
             report = packed_report(apply_allocation(model, tile_bits, *layout), [], allocation.trace)
         rounds = allocation.trace.rounds
     else:
-        model, report, seconds = quantize_baseline(recipe, config, task, seed)
+        model, report, seconds = quantize_baseline(system, config, task, seed)
         rounds = 0
     predicted, fp = reference_predictions(task, config)
     metrics = evaluate(model, predicted, task.heldout_ids, config)
@@ -408,32 +369,42 @@ def run(
         "packed_kib": report.nbytes / 1024,
         "allocation_seconds": seconds,
         "rounds": float(rounds),
-        "zoo_model": float(task.source == "zoo"),
     }
 
 
-GRID = {"avg_bits": [2.4, 2.6, 2.8, 3.0, 3.3, 3.6]}
-BASELINES = (
+GRID = {"method.avg_bits": [2.4, 2.6, 2.8, 3.0, 3.3, 3.6]}
+DEFAULT_SYSTEMS = (
+    "scalebits",
+    "static_sensitivity",
+    "scalebits_no_reorder",
     "uniform_rtn",
     "uniform_gptq",
-    "uniform_hqq",
+    "hawq_layerwise",
+    "slim_llm_rtn",
+    "sfmp",
+    "random_allocation",
+)
+BASELINES = (  # the headline's baselines at RTN rounding (uniform HQQ: in the full profile)
+    "uniform_rtn",
+    "uniform_gptq",
     "hawq_layerwise",
     "slim_llm_rtn",
     "sfmp",
     "static_sensitivity",
-    "random_allocation",
 )
+NAIVE = ("random_allocation",)  # a random tile allocation at the same budget: must not satisfy a claim
 
 EXPERIMENT = Experiment(
     slug="scalebits",
     config_cls=ScaleBitsExperimentConfig,
     claims=(
         Claim(
-            "ScaleBITS lowers held-out perplexity versus uniform RTN / GPTQ / HQQ, HAWQ layer-wise, "
-            "SliM-LLM-style (RTN), SFMP-style, static-sensitivity and random allocation at every budget",
+            "ScaleBITS lowers held-out perplexity versus uniform RTN / GPTQ, HAWQ layer-wise, "
+            "SliM-LLM-style (RTN), SFMP-style and static-sensitivity allocation at every budget",
             "perplexity",
             "scalebits",
             BASELINES,
+            controls=NAIVE,
         ),
         Claim(
             "ScaleBITS beats the sensitivity-aware allocations at the same (RTN) rounding: HAWQ layer-wise, "
@@ -441,6 +412,7 @@ EXPERIMENT = Experiment(
             "perplexity",
             "scalebits",
             ("hawq_layerwise", "slim_llm_rtn", "sfmp"),
+            controls=NAIVE,
         ),
         Claim(
             "ScaleBITS allocation plus GPTQ rounding beats SliM-LLM-style allocation plus GPTQ rounding",
@@ -453,6 +425,7 @@ EXPERIMENT = Experiment(
             "perplexity",
             "scalebits",
             ("static_sensitivity",),
+            controls=NAIVE,
         ),
         Claim(
             "ScaleBITS allocation plus GPTQ rounding beats uniform GPTQ at the same budget",
@@ -494,35 +467,47 @@ EXPERIMENT = Experiment(
             "SliM-LLM: Hessians + search (+ GPTQ); SFMP: Fisher + reordering + threshold)",
         ),
         Metric("rounds", "min", "", "sensitivity refreshes of the progressive run"),
-        Metric("zoo_model", "max", "", "1 when the zoo model was used, 0 for the in-process fallback"),
     ),
-    systems={name: (lambda config, recipe=recipe: recipe) for name, recipe in RECIPES.items()},
+    systems={name: functools.partial(System.build, recipe) for name, recipe in RECIPES.items()},
     profiles={
         "smoke": Profile(
             "smoke",
             budget_s=60,
             seeds=1,
             overrides={
-                "fallback_steps": 30,
-                "fallback_hidden": 64,
                 "sequence_length": 64,
                 "calibration_sequences": 8,
-                "micro_batch": 8,
+                "method.micro_batch": 8,
                 "eval_tokens": 1024,
-                "fraction": 0.3,
+                "method.fraction": 0.3,
                 "hutchinson_samples": 4,
                 "retrieval_samples": 1,
             },
-            grid={"avg_bits": [2.75]},
+            grid={"method.avg_bits": [2.75]},
+            systems=DEFAULT_SYSTEMS,
         ),
-        # measured: 4315 s of cell compute for 13 systems x 6 budgets x 3 seeds in one process (load 3-4);
-        # the default --jobs 2 runs two cells at once
-        "default": Profile("default", budget_s=2400, seeds=3, grid=GRID),
+        # two budgets, smaller evaluation and calibration, the nine systems the claims at RTN rounding
+        # name; the GPTQ-rounded and gather variants and the six-budget sweep are in `full`
+        "default": Profile(
+            "default",
+            budget_s=180,
+            seeds=5,
+            overrides={
+                "sequence_length": 64,
+                "calibration_sequences": 16,
+                "eval_tokens": 4096,
+                "method.fraction": 0.1,
+                "hutchinson_samples": 8,
+                "retrieval_samples": 2,
+            },
+            grid={"method.avg_bits": [2.6, 3.0]},
+            systems=DEFAULT_SYSTEMS,
+        ),
         "full": Profile(
             "full",
-            budget_s=3600,
-            seeds=3,
-            overrides={"calibration_sequences": 128, "fallback_steps": 1500},
+            budget_s=4800,
+            seeds=5,
+            overrides={"calibration_sequences": 128},
             grid=GRID,
         ),
     },

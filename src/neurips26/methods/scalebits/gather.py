@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from neurips26.methods.scalebits.core import index_bits
+from neurips26.methods.scalebits.core import index_bits, replace_module
 
 
 class GatherLinear(nn.Linear):
@@ -107,7 +107,6 @@ def apply_gathers(
 ) -> dict[str, nn.Linear]:
     """Swap every selected layer for a :class:`GatherLinear` with its orders (in place); permute
     ``sensitivity`` alike. Returns the new ``{name: layer}``."""
-    from neurips26.methods.scalebits.integration import replace_module
 
     gathered = {}
     for name, (input_order, output_order) in gather_orders(linears, sensitivity, folded).items():

@@ -172,47 +172,6 @@ def _fit_static_groups(
         scales[:, group], zeros[:, group] = fit_group(columns, group_bits[:, group])
 
 
-def gptq_reference(
-    weight: torch.Tensor,
-    hessian: torch.Tensor,
-    group_bits: torch.Tensor,
-    group_size: int,
-    damp: float = 0.01,
-    static_groups: bool = False,
-    act_order: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The unblocked Optimal Brain Quantization loop (the oracle for :func:`gptq_quantize`).
-
-    Quantize column ``j``, update the rest with ``W[:, k] -= (w_j - q_j) Hinv_jk / Hinv_jj`` and remove
-    ``j`` from the inverse Hessian (``Hinv -= Hinv[:, j] Hinv[j, :] / Hinv_jj``); no Cholesky, no blocks.
-    """
-    rows, cols = weight.shape
-    check_act_order(act_order, static_groups)
-    order = activation_order(hessian) if act_order else torch.arange(cols)
-    work = weight.detach().double()[:, order].clone()
-    hessian = hessian.double()[order][:, order].clone()
-    dead = torch.diag(hessian) == 0
-    hessian[dead, dead] = 1.0
-    work[:, dead] = 0.0
-    hessian += damp * torch.diag(hessian).mean() * torch.eye(cols, dtype=torch.float64)
-    inverse = torch.linalg.inv(hessian)
-    n_groups = -(-cols // group_size)
-    codes, scales, zeros = torch.zeros(rows, cols), torch.zeros(rows, n_groups), torch.zeros(rows, n_groups)
-    if static_groups:
-        _fit_static_groups(work.float()[:, torch.argsort(order)], group_bits, group_size, scales, zeros)
-    for j in range(cols):
-        group = int(order[j]) // group_size
-        bits = group_bits[:, group]
-        if j % group_size == 0 and not static_groups:
-            scales[:, group], zeros[:, group] = fit_group(work[:, j : j + group_size].float(), bits)
-        q = round_column(work[:, j].float(), scales[:, group], zeros[:, group], bits)
-        codes[:, j] = q
-        error = work[:, j] - ((q - zeros[:, group]) * scales[:, group]).double()
-        work[:, j + 1 :] -= error[:, None] * (inverse[j, j + 1 :] / inverse[j, j])[None, :]
-        inverse -= torch.outer(inverse[:, j], inverse[j, :]) / inverse[j, j]
-    return codes[:, torch.argsort(order)].long(), scales, zeros.long()
-
-
 # ----------------------------------------------------------------------------------------------------
 # Model level: sequential stages, Hessians from the already-quantized prefix
 # ----------------------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ The ScaleBITS issue's layer-wise mixed-precision baseline. Per layer ``l``:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -111,22 +110,6 @@ def knapsack_allocation(
         raise RuntimeError(f"the layer-wise knapsack found no solution: {result.message}")
     picked = np.round(result.x).astype(bool)
     return {name: bits for (name, bits), chosen in zip(choices, picked, strict=True) if chosen}
-
-
-def brute_force_knapsack(
-    costs: dict[str, dict[int, float]], layer_bits: dict[str, dict[int, int]], budget_bits: int
-) -> tuple[float, dict[str, int]]:
-    """Enumerate every allocation (the test oracle for :func:`knapsack_allocation`; tiny inputs only)."""
-    import itertools
-
-    names = list(costs)
-    best: tuple[float, dict[str, int]] = (math.inf, {})
-    for combo in itertools.product(*(sorted(costs[n]) for n in names)):
-        if sum(layer_bits[n][b] for n, b in zip(names, combo, strict=True)) <= budget_bits:
-            total = sum(costs[n][b] for n, b in zip(names, combo, strict=True))
-            if total < best[0]:
-                best = (total, dict(zip(names, combo, strict=True)))
-    return best
 
 
 def squared_errors(

@@ -29,6 +29,7 @@ from neurips26.methods.scalebits.core import (
     lower_bits,
     pad_to_tiles,
     padded_shape,
+    replace_module,
     representable_range,
     select_fake,
     static_tile_sensitivity,
@@ -68,11 +69,6 @@ def select_linears(model: nn.Module, filter_fn: Callable[[Any, str], bool]) -> d
     if not chosen:
         raise ValueError("filter_fn matched no nn.Linear layer of the model; nothing to quantize")
     return chosen
-
-
-def replace_module(model: nn.Module, fqn: str, new: nn.Module) -> None:
-    parent_name, _, child = fqn.rpartition(".")
-    setattr(model.get_submodule(parent_name) if parent_name else model, child, new)
 
 
 # ----------------------------------------------------------------------------------------------------
