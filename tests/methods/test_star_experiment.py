@@ -58,3 +58,12 @@ def test_readme_usage_snippet_runs() -> None:
     namespace: dict = {}
     exec(compile(snippet, str(README), "exec"), namespace)
     assert namespace["scores"].shape == (3000,)
+
+
+def test_deep_pyod_baselines_run_on_a_short_series() -> None:
+    config = tiny_config(deep_epochs=1)
+    profile = EXPERIMENT.profile("smoke")
+    for name in ("lstm_ad", "anomaly_transformer"):
+        system = EXPERIMENT.build_system(name, config)
+        metrics = EXPERIMENT.run(system, config, profile, 0, SilentProgress())
+        assert math.isfinite(metrics["vus_pr"]) and "trainable_params" not in metrics

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 from peft import LoraConfig, inject_adapter_in_model
+from pyod.models.base import BaseDetector
 from pyod.models.iforest import IForest
 from pyod.models.pca import PCA
 from pyod.models.ts_od import TimeSeriesOD
@@ -181,3 +182,60 @@ class WindowedPyOD(TimeSeriesOD):
 
     def decision_function(self, X: Any) -> np.ndarray:
         return super().decision_function(self._table(X, False))
+
+
+class SeriesPyOD(WindowedPyOD):
+    """pyod's deep time-series detectors on the same standardised channels: ``LSTMAD`` (forecasting
+    error of an LSTM) or ``AnomalyTransformer`` (association discrepancy), sized for a CPU.
+    """
+
+    def __init__(
+        self,
+        state_columns: Mapping[Hashable, Sequence[Any]] | None = None,
+        inner: str = "lstm",
+        window_size: int = 32,
+        epochs: int = 3,
+        contamination: float = 0.1,
+        random_state: int = 0,
+    ) -> None:
+        if inner not in ("lstm", "anomaly_transformer"):
+            raise ValueError(f"inner must be 'lstm' or 'anomaly_transformer', got {inner!r}")
+        BaseDetector.__init__(self, contamination=contamination)
+        self.state_columns = state_columns
+        self.inner = inner
+        self.window_size = window_size
+        self.epochs = epochs
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> SeriesPyOD:
+        from pyod.models.ts_anomaly_transformer import AnomalyTransformer
+        from pyod.models.ts_lstm import LSTMAD
+
+        torch.manual_seed(self.random_state)
+        table = self._table(X, True)
+        if self.inner == "lstm":
+            self.detector_ = LSTMAD(
+                window_size=self.window_size,
+                hidden_size=32,
+                n_layers=1,
+                epochs=self.epochs,
+                contamination=self.contamination,
+            )
+        else:
+            self.detector_ = AnomalyTransformer(
+                window_size=self.window_size,
+                d_model=64,
+                n_heads=4,
+                n_layers=2,
+                epochs=self.epochs,
+                step=max(1, self.window_size // 4),
+                contamination=self.contamination,
+                device="cpu",
+            )
+        self.detector_.fit(table)
+        self.decision_scores_ = np.asarray(self.detector_.decision_scores_, dtype=np.float64)
+        self._process_decision_scores()
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        return np.asarray(self.detector_.decision_function(self._table(X, False)), dtype=np.float64)
