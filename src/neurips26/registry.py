@@ -20,7 +20,8 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "llm": ("transformers", "tokenizers", "safetensors", "kvpress"),
     "quant": ("transformers", "safetensors"),
     "graph": ("torch_geometric",),
-    "fl": ("flwr",),
+    "fl": ("sklearn", "osqp"),  # spcacw's in-process engine and QP; Flower itself is the "flower" extra
+    "flower": ("flwr",),
     "control": ("gymnasium", "cvxpy", "shapely"),
     "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
     "code": ("pycparser", "rank_bm25"),
@@ -217,6 +218,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "fl",
         "Flower Strategy",
         "Convergence-aware client weighting benefits every participant.",
+        extras=("fl",),
         experiment="neurips26.methods.spcacw.experiment:EXPERIMENT",
     ),
     _M(
