@@ -257,25 +257,23 @@ def test_inverse_roofline_round_trips() -> None:
         inverse_roofline(report, target, fidelity="unfused")
 
 
-def test_cold_cache_audit_passes_and_warm_cache_audit_catches_a_violation() -> None:
-    from neurips26.methods.solar.hardware import measure_dram_bandwidth, read_cache_bytes
-    from neurips26.methods.solar.timing import CacheFlusher, measure_seconds
-
-    bandwidth = measure_dram_bandwidth(64 * 2**20, reps=3)
+def test_audit_passes_above_every_lower_bound_and_flags_a_time_below_one() -> None:
+    # Deterministic on purpose: whether a warm run beats the bound depends on the machine's load (issue
+    # #19: no test asserts a timing-dependent claim); benchmarks/ shows the cold/warm measurement itself.
     spec = dataclasses.replace(
         load_hardware("H200"),
         name="cpu-test",
         kind="cpu",
-        dram_bandwidth_Bps=bandwidth,
-        onchip_bytes=read_cache_bytes(),
+        dram_bandwidth_Bps=10e9,
+        onchip_bytes=2**20,
         peak_flops={"float32": 1e13},
     )
-    a, b = torch.randn(2**16), torch.randn(2**16)  # 3 x 256 KiB: cache-resident when warm
+    a, b = torch.randn(2**16), torch.randn(2**16)
     report = analyze(torch.add, [a, b], hw=spec)
-    warm = min(measure_seconds(lambda: torch.add(a, b), reps=1, warmup=2, cold=False) for _ in range(20))
-    cold = measure_seconds(lambda: torch.add(a, b), reps=5, cold=True, flusher=CacheFlusher(2.0))
-    assert check(report, cold).ok
-    assert not check(report, warm).ok
+    lower_bounds = [report.bound(f) for f in ("flop_only", "fused", "cache_aware")]
+    assert check(report, 10 * max(lower_bounds)).ok
+    too_fast = check(report, 0.1 * report.bound("fused"))
+    assert not too_fast.ok and any("fused bound" in v for v in too_fast.violations)
 
 
 # -------------------------------------------------------------------------------------- hardware and inputs
