@@ -200,8 +200,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             overall.close()
             raise
         except Exception as exc:  # the runner already isolates cells; this is setup failing
-            if isinstance(exc.__context__, KeyboardInterrupt):  # interrupted while cleaning up
-                raise KeyboardInterrupt from exc
             print(f"{spec.slug}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
             errored = True
             continue

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 
@@ -34,8 +36,6 @@ class Heartbeat:
     """
 
     def __init__(self, label: str, total: int, budget_s: float, every_s: float | None) -> None:
-        import threading
-
         self.label, self.total, self.budget_s, self.every_s = label, total, budget_s, every_s
         self.done = 0
         self._stop = threading.Event()
@@ -43,8 +43,6 @@ class Heartbeat:
         self._start = 0.0
 
     def __enter__(self) -> Heartbeat:
-        import time
-
         self._start = time.perf_counter()
         if self.every_s and self.total:
             self._thread.start()
@@ -57,8 +55,6 @@ class Heartbeat:
 
     def line(self) -> str:
         """``label: done/total cells, elapsed Xs, ETA Ys``."""
-        import time
-
         elapsed = time.perf_counter() - self._start
         if self.done:
             eta = elapsed / self.done * (self.total - self.done)
