@@ -258,6 +258,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from neurips26.report import build_report, refresh_method_readme
 
     try:
+        if args.rejudge:
+            return _rejudge_published(args.rejudge, args.profile)
         if args.readme is not None:
             return _refresh_readmes(args.readme or [spec.slug for spec in METHODS], args.profile)
         if not args.run_dir:
@@ -276,6 +278,26 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def method_readme(slug: str) -> Path:
     return Path(__file__).parent / "methods" / slug / "README.md"
+
+
+def _rejudge_published(slugs: Sequence[str], profile: str) -> int:
+    """Re-draw each committed result's verdicts from its stored cells (claims changed, cells did not)."""
+    from neurips26.bench.results import read_result
+    from neurips26.bench.runner import rejudge
+
+    for slug in slugs:
+        spec = _spec_or_usage_error(slug)
+        path = RESULTS_ROOT / slug / f"{profile}.json"
+        if not path.is_file():
+            raise UsageError(
+                f"{slug}: no {path} to re-judge (run: neurips26 run {slug} --profile {profile} --publish)"
+            )
+        try:
+            result = rejudge(spec.load_experiment(), read_result(path))
+        except ValueError as exc:
+            raise UsageError(f"{slug}: {exc}") from None
+        print(f"{slug}: re-judged {publish_result(result)}")
+    return _refresh_readmes(slugs, profile)
 
 
 def _refresh_readmes(slugs: Sequence[str], profile: str) -> int:
@@ -358,6 +380,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SLUG",
         default=None,
         help="rewrite these methods' README results blocks from results/<slug>/<profile>.json (all if none)",
+    )
+    report.add_argument(
+        "--rejudge",
+        nargs="+",
+        metavar="SLUG",
+        help="re-draw the verdicts of results/<slug>/<profile>.json from its stored cells under the current "
+        "claims (when only claims changed), then rewrite the READMEs' results blocks",
     )
     report.add_argument("--profile", default="default", help="which committed results --readme reads")
     report.add_argument(

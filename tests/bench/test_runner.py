@@ -187,3 +187,29 @@ def test_heartbeat_prints_progress_lines(tmp_path, capsys) -> None:
         time.sleep(0.05)
     out = capsys.readouterr().out
     assert "toy: 1/4 cells" in out and "ETA" in out
+
+
+def test_rejudge_redraws_verdicts_from_stored_cells_and_refuses_stale_ones(tmp_path) -> None:
+    import dataclasses
+
+    from neurips26.bench.runner import rejudge
+
+    result = run_experiment(
+        TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", command="neurips26 run toy"
+    )
+    first = result["claims"][0]
+    assert first["controls"] == []
+    with_control = dataclasses.replace(
+        TOY_EXPERIMENT, claims=(dataclasses.replace(TOY_EXPERIMENT.claims[0], controls=("zero",)),)
+    )
+    again = rejudge(with_control, result)
+    assert again["claims"][0]["controls"] == ["zero"]
+    assert again["cells"] == result["cells"] and again["run_info"]["command"] == "neurips26 run toy"
+    assert again["run_info"]["rejudged"]["reason"].startswith("claims re-drawn")
+    assert [c["ours_mean"] for c in again["claims"][0]["checks"]] == [c["ours_mean"] for c in first["checks"]]
+    tampered = {**result, "cells": [{**c, "config_hash": "0" * 16} for c in result["cells"]]}
+    with pytest.raises(ValueError, match="rerun the profile"):
+        rejudge(TOY_EXPERIMENT, tampered)
+    without_zero = {**result, "cells": [c for c in result["cells"] if c["system"] != "zero"]}
+    with pytest.raises(ValueError, match="no stored cells for \\['zero'\\]"):
+        rejudge(with_control, without_zero)

@@ -379,6 +379,50 @@ def aggregate(
     }
 
 
+KEPT_RUN_INFO = ("started", "wall_s", "executor", "resumed_cells", "jobs", "overrides", "device", "command")
+
+
+def rejudge(experiment: Experiment, result: dict) -> dict:
+    """Re-draw a saved result's claim verdicts from its stored cells under the experiment's current claims.
+
+    For when only the claims changed (a control added, a margin's source restated): the cells must still
+    carry the config hash the current code gives their point, and every system a claim names must have
+    cells; otherwise ``ValueError`` says the run must be repeated. The run's timing and command are kept,
+    and ``run_info["rejudged"]`` records when and why.
+    """
+    info = result["run_info"]
+    if info.get("slug") != experiment.slug:
+        raise ValueError(f"result is for {info.get('slug')!r}, not {experiment.slug!r}")
+    profile = experiment.profile(info["profile"])
+    overrides = dict(info.get("overrides") or {})
+    cells = result["cells"]
+    stale = sorted(
+        {
+            f"{c['system']} at {point_key(c['point'])}"
+            for c in cells
+            if c["config_hash"] != config_hash(experiment.config_for(profile, c["point"], overrides))
+        }
+    )
+    if stale:
+        raise ValueError(
+            f"cells were run under another config ({', '.join(stale[:3])}, ...): rerun the profile"
+        )
+    present = {c["system"] for c in cells}
+    named = {name for claim in experiment.claims for name in (claim.ours, *claim.versus, *claim.controls)}
+    absent = sorted(named & set(experiment.system_names(profile)) - present)
+    if absent:
+        raise ValueError(f"no stored cells for {absent}: rerun the profile to measure them")
+    base_config = experiment.config_for(profile, {}, overrides)
+    fresh = aggregate(experiment, profile, cells, base_config, info["seeds"])
+    fresh["run_info"].update({key: info[key] for key in KEPT_RUN_INFO if key in info})
+    fresh["run_info"]["rejudged"] = {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "reason": "claims re-drawn from the stored cells (the cells and their config hashes are unchanged)",
+    }
+    fresh["meta_info"] = result.get("meta_info", {})
+    return fresh
+
+
 def _values_by_key(cells: list[dict], system: str, metric: str, point: dict | None) -> dict[Any, float]:
     """Metric values of one system keyed for pairing: by seed at a point, by (point, seed) when pooled.
 
