@@ -419,6 +419,7 @@ EXPERIMENT = Experiment(
             "perplexity",
             "scalebits_gptq",
             ("slim_llm",),
+            controls=NAIVE,
         ),
         Claim(
             "dynamic sensitivity beats static sensitivity (ablation)",
@@ -432,18 +433,21 @@ EXPERIMENT = Experiment(
             "perplexity",
             "scalebits_gptq",
             ("uniform_gptq",),
+            controls=NAIVE,
         ),
         Claim(
             "folded channel reordering helps (ablation without reordering)",
             "perplexity",
             "scalebits",
             ("scalebits_no_reorder",),
+            controls=NAIVE,
         ),
         Claim(
             "runtime-gather reordering of the non-foldable channels (indices counted) helps beyond the folds",
             "perplexity",
             "scalebits_gather",
             ("scalebits",),
+            controls=NAIVE,
         ),
     ),
     metrics=(

@@ -289,6 +289,9 @@ EXPERIMENT = Experiment(
             "attn_rel_error",
             "snapmla",
             NAIVE_FP8_CONTROLS,
+            # negative control: naive per-tensor FP8 must not beat per-token FP8 (the metric ranks the naive
+            # recipes by their precision; a control passing would mean the comparison cannot tell them apart)
+            controls=("naive_fp8",),
         ),
         Claim(
             "near-parity with BF16 on teacher-forced greedy agreement (at most 5% lower)",
@@ -306,6 +309,9 @@ EXPERIMENT = Experiment(
             "next_token_kl",
             "snapmla",
             NAIVE_FP8_CONTROLS,
+            # negative control: naive per-tensor FP8 must not beat per-token FP8 (the metric ranks the naive
+            # recipes by their precision; a control passing would mean the comparison cannot tell them apart)
+            controls=("naive_fp8",),
         ),
     ),
     metrics=(
