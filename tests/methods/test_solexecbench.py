@@ -37,6 +37,7 @@ from neurips26.methods.solexecbench import (
     static_check,
     write_traces,
 )
+from neurips26.methods.solexecbench.config import DEFENCES
 from neurips26.methods.solexecbench.experiment import EXPERIMENT, summarise_run
 from neurips26.methods.solexecbench.problem_set import build_problems, problem_set_dir, write_problem_set
 from neurips26.methods.solexecbench.schema import SourceFile
@@ -283,6 +284,37 @@ def test_compare_matches_naive_elementwise_oracle():
     with pytest.raises(driver.Incorrect) as error:
         driver._compare(ref.double(), ref, tolerance, "y")
     assert error.value.status == "INCORRECT_DTYPE"
+
+
+def test_tolerance_scale_zero_demands_bitwise_equality():
+    ref = torch.randn(8, 16, generator=torch.Generator().manual_seed(1))
+    declared = {"rule": "scaled", "max_rtol": 1e-3, "atol_scale": 1e-2, "norm_rtol": 1e-2}
+    declared |= {"required_matched_ratio": 0.99, "allow_negative_inf": False}
+    nudged = ref + 1e-6
+    assert driver._compare(nudged, ref, driver.scaled_tolerance(declared, 1.0), "y")  # as declared: passes
+    strict = driver.scaled_tolerance(declared, 0.0)
+    assert strict["required_matched_ratio"] == 0.99 and strict["rule"] == "scaled"
+    with pytest.raises(driver.Incorrect):
+        driver._compare(nudged, ref, strict, "y")
+    assert driver._compare(ref.clone(), ref, strict, "y")  # bitwise equal still passes
+    with pytest.raises(ValueError, match="tolerance_scale"):
+        SolExecBenchConfig(tolerance_scale=-1.0)
+
+
+def test_systems_are_harness_configs_built_from_the_experiment_config():
+    base = SolExecBenchConfig(min_reps=7)
+    built = {name: factory(base) for name, factory in EXPERIMENT.systems.items()}
+    assert {name: c.mode for name, c in built.items()} == {
+        "solexecbench": "solexecbench",
+        "naive": "naive",
+        "kernelbench": "kernelbench",
+        "defences_off": "solexecbench",
+        "exact_match": "solexecbench",
+    }
+    assert all(c.min_reps == 7 for c in built.values())  # every system keeps the experiment's settings
+    assert not any(built["defences_off"].defence_on(d) for d in DEFENCES)
+    assert not built["defences_off"].static_check and built["exact_match"].tolerance_scale == 0.0
+    assert all(built["solexecbench"].defence_on(d) for d in DEFENCES)
 
 
 # ---------------------------------------------------------------------------------------------------------

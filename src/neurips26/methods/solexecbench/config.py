@@ -80,6 +80,11 @@ class SolExecBenchConfig:
     disabled_defences: str = param(
         "", "ours: comma-separated dynamic defences to switch off (tests, ablations)"
     )
+    tolerance_scale: float = param(
+        1.0,
+        "ours: every workload's error bounds times this (0 = bitwise equality: the over-strict checker the"
+        " experiment runs as a negative control for false positives)",
+    )
     sol_fidelity: str = param("fused", "ours: SOLAR's fused bound (compulsory bytes and FLOPs) is T_SOL")
     sol_floor_tolerance: float = param(
         0.0, "research notes 2.2: T_k < T_SOL (1 - tol) is REWARD_HACK; added to the spec's measured noise"
@@ -160,6 +165,7 @@ class SolExecBenchConfig:
             raise ValueError(
                 f"sandbox_uid must be a uid >= 0 or -1 (keep the harness's uid), got {self.sandbox_uid!r}"
             )
+        check_positive("tolerance_scale", self.tolerance_scale, allow_zero=True)
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
         rungs = self.extra_rung_list()
@@ -196,6 +202,7 @@ class SolExecBenchConfig:
             "time_budget_s": self.time_budget_s,
             "flush_bytes": self.flush_bytes or default_flush_bytes(),
             "recheck_k": self.recheck_k,
+            "tolerance_scale": self.tolerance_scale,
             "timing_estimator": self.timing_estimator,
             "pin_cpu": self.pin_cpu,
             "time_reference": self.time_reference,

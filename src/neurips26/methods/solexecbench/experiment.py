@@ -2,8 +2,10 @@
 KernelBench-style harness reward, without false positives on honest kernels, and with bounded, monotone,
 stable scores along an honest ladder?
 
-Systems are harnesses (``solexecbench`` = ours, ``naive``, ``kernelbench``); each evaluates the same
-authored problems, the honest ladder (naive < eager < fused) and the red-team suite in the same sandbox.
+Systems are harness configurations: ``solexecbench`` (ours), ``naive``, ``kernelbench``, ``defences_off``
+(ours with every defence switched off: an ablation) and ``exact_match`` (ours with bitwise output equality:
+a negative control). Each evaluates the same authored problems, the honest ladder (naive < eager < fused)
+and the red-team suite in the same sandbox.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import dataclasses
 import math
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
-from neurips26.methods.solexecbench.config import EXTRA_RUNGS, SolExecBenchConfig
+from neurips26.methods.solexecbench.config import DEFENCES, EXTRA_RUNGS, SolExecBenchConfig
 from neurips26.methods.solexecbench.harness import (
     EvaluationResult,
     Problem,
@@ -38,6 +41,7 @@ from neurips26.methods.solexecbench.solutions import (
 )
 
 HARNESSES = ("solexecbench", "naive", "kernelbench")
+CONTROLS = ("defences_off", "exact_match")
 NEUTRALISED_GAIN = 2.0  # ours: timing noise on the shared machine reaches ~1.5x between runs
 _SANDBOXES: dict[tuple[int, str | None], Sandbox] = {}
 
@@ -105,10 +109,29 @@ def _mean_latency_ratio(honest: EvaluationResult, cheat: EvaluationResult) -> fl
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 1.0
 
 
+def harness_systems() -> dict[str, Callable[[SolExecBenchConfig], SolExecBenchConfig]]:
+    """Each system is the experiment's config with its harness settings: the three harness modes, ours with
+    every defence off (an ablation the detection claim is judged against) and a negative control (an
+    over-strict bitwise-equality checker must not keep the false-positive rate at zero)."""
+    modes = {name: (lambda c, name=name: dataclasses.replace(c, mode=name)) for name in HARNESSES}
+    return {
+        **modes,
+        "defences_off": lambda c: dataclasses.replace(
+            c, mode="solexecbench", disabled_defences=",".join(DEFENCES), static_check=False
+        ),
+        "exact_match": lambda c: dataclasses.replace(c, mode="solexecbench", tolerance_scale=0.0),
+    }
+
+
 def run(
-    harness: str, config: SolExecBenchConfig, profile: Profile, seed: int, progress: Progress
+    config: SolExecBenchConfig,
+    experiment_config: SolExecBenchConfig,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, Any]:
-    config = dataclasses.replace(config, mode=harness)
+    """One harness configuration (a system: see :func:`harness_systems`) over the ladder and red team."""
+    harness = config.mode
     problems = select_problems(config)
     start = time.perf_counter()
     evaluations = 0
@@ -235,10 +258,14 @@ EXPERIMENT = Experiment(
     config_cls=SolExecBenchConfig,
     claims=(
         Claim(
-            "the defended harness catches more reward hacks than a naive and a KernelBench-style harness",
+            "the defended harness catches more reward hacks than a naive and a KernelBench-style harness, and "
+            "than its own scale-aware correctness check with every defence off",
             "detection_rate",
             "solexecbench",
-            ("naive", "kernelbench"),
+            ("naive", "kernelbench", "defences_off"),
+            # the naive harness must not pass against the others (the check alone catches 0.54 of the
+            # red team: the defences, not the tolerance rule, have to earn the claim)
+            controls=("naive",),
         ),
         Claim(
             "with no more false positives on the honest ladder",
@@ -249,6 +276,7 @@ EXPERIMENT = Experiment(
             margin=0.02,
             margin_scale="absolute",
             margin_source="ours: one honest solution in fifty (margin 0 cannot be shown on an exact tie)",
+            controls=("exact_match",),
         ),
         Claim(
             "and SOL scores at least as monotone along the ladder",
@@ -259,10 +287,11 @@ EXPERIMENT = Experiment(
             margin=0.02,
             margin_scale="absolute",
             margin_source="ours: one honest solution in fifty (margin 0 cannot be shown on an exact tie)",
+            controls=("exact_match",),
         ),
     ),
     metrics=METRICS,
-    systems={name: (lambda config, name=name: name) for name in HARNESSES},
+    systems=harness_systems(),
     profiles={
         "smoke": Profile(
             "smoke",
