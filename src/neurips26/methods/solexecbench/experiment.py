@@ -258,8 +258,8 @@ EXPERIMENT = Experiment(
     config_cls=SolExecBenchConfig,
     claims=(
         Claim(
-            "the defended harness catches more reward hacks than a naive and a KernelBench-style harness, and "
-            "than its own scale-aware correctness check with every defence off",
+            "the defended harness catches more reward hacks than a naive and a KernelBench-style harness, "
+            "and than its own scale-aware correctness check with every defence off",
             "detection_rate",
             "solexecbench",
             ("naive", "kernelbench", "defences_off"),
