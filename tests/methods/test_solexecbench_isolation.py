@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
+import subprocess
+import sys
 
 import pytest
 
-from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, driver, load_problem_set
+from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, load_problem_set
 from neurips26.methods.solexecbench.solutions import LADDER, _function, ladder_solution, make_solution
 
 FAST = dict(
@@ -83,31 +84,34 @@ def test_fork_bomb_is_stopped_quickly(rmsnorm):
     assert after.statuses == ["PASSED"]  # the bomb's leftovers were killed with its process group
 
 
-def _isolate_in_a_fork(monkeypatch_unshare: bool, tmp_path) -> dict:
-    """Run ``driver._isolate`` in a forked child (it changes uid, limits and sockets for good)."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        try:
-            if monkeypatch_unshare:
-                driver._unshare = lambda flags: "Operation not permitted (simulated)"
-            report = driver._isolate(
-                {"max_processes": 8, "network_namespace": True, "sandbox_uid": 65534}, str(tmp_path)
-            )
-            try:
-                import socket
+ISOLATE_CHILD = """
+import json, socket, sys
+from neurips26.methods.solexecbench import driver
+if sys.argv[1] == "refuse":
+    driver._unshare = lambda flags: "Operation not permitted (simulated)"
+report = driver._isolate({"max_processes": 8, "network_namespace": True, "sandbox_uid": 65534}, sys.argv[2])
+try:
+    socket.socket()
+    report["socket"] = "opened"
+except PermissionError as error:
+    report["socket"] = str(error)
+print(json.dumps(report))
+"""
 
-                socket.socket()
-                report["socket"] = "opened"
-            except PermissionError as error:
-                report["socket"] = str(error)
-            os.write(write_fd, json.dumps(report).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    data = os.read(read_fd, 1 << 16)
-    os.waitpid(pid, 0)
-    return json.loads(data)
+
+def _isolate_in_a_fork(monkeypatch_unshare: bool, tmp_path) -> dict:
+    """Run ``driver._isolate`` in a fresh interpreter (it changes uid, limits and sockets for good).
+
+    Not ``os.fork()``: the pytest worker may have imported JAX, whose threads make a fork unsafe."""
+    mode = "refuse" if monkeypatch_unshare else "allow"
+    done = subprocess.run(
+        [sys.executable, "-c", ISOLATE_CHILD, mode, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_refused_namespace_falls_back_to_the_guard_honestly(tmp_path):
