@@ -20,7 +20,7 @@ from neurips26.methods.solar.experiment import EXPERIMENT, evaluate
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="src/neurips26/methods/solar/results/bounds_vs_measured.png")
+    parser.add_argument("--out", default="results/solar/bounds_vs_measured.png")
     args = parser.parse_args()
     profile = EXPERIMENT.profile("default")
     config = EXPERIMENT.config_for(profile, {}, {})

@@ -124,3 +124,10 @@ def test_no_python_file_is_over_600_lines() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert set(long) <= LONG_FILE_EXCEPTIONS, f"split these files (> {MAX_LINES} lines): {long}"
+
+
+def test_run_outputs_live_in_results_not_in_the_package() -> None:
+    """Results JSON and figures of runs belong in ``results/<slug>/``; the package ships code and data."""
+    methods = ROOT / "src" / "neurips26" / "methods"
+    stray = sorted(str(p.relative_to(ROOT)) for p in methods.glob("*/results/**/*") if p.is_file())
+    assert not stray, f"run outputs inside the package: {stray}; move them to results/<slug>/"
