@@ -54,7 +54,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         estimate = f"{budget / 60:.1f} min" if budget else "—"
         rows.append([spec.slug, textwrap.shorten(spec.title, 60), spec.family, spec.status_text(), estimate])
     _print_table(["slug", "paper", "family", "status", "default run"], rows)
-    print(f"\nall ready methods, default profile: about {total / 60:.0f} min on 2 cores")
+    print(
+        f"\nall ready methods, default profile: about {total / 60:.0f} min with one worker (the budgets); "
+        f"`make run` (two workers) about {total / 120:.0f} min"
+    )
     return EXIT_OK
 
 

@@ -315,7 +315,7 @@ EXPERIMENT = Experiment(
         # --set red_team_problems=3 --set time_budget_s=0.3 --set flush_bytes=0` (~25 min for 5 seeds).
         "default": Profile(
             "default",
-            budget_s=180,
+            budget_s=350,  # measured: 350 s wall, one worker, 5 harness configs x 5 seeds
             seeds=5,
             overrides={
                 "problems": "smoke",
