@@ -70,3 +70,30 @@ def test_config_rejects_unknown_suite_and_programs() -> None:
         SOLARConfig(suite="tf")
     with pytest.raises(ValueError, match="jax_programs=\\['jax_nope'\\]"):
         SOLARConfig(jax_programs=("jax_nope",))
+
+
+def test_loop_trips_are_the_idea_that_covers_jax_loops() -> None:
+    """Switching loop trips off (the loop-blind control) must lose the MACs of scan and while bodies."""
+    from neurips26.methods.solar.core import analyze
+
+    for name, trips in (("jax_scan_rnn", 16), ("jax_while_solver", None)):
+        program = _program(name)
+        inputs = program["inputs"]()
+        full = sum(analyze(program["fn"], inputs, hw="H100-SXM", validate=False).macs.values())
+        blind = analyze(program["fn"], inputs, hw="H100-SXM", validate=False, loop_trips=False)
+        assert full == program["macs"]
+        assert sum(blind.macs.values()) < full
+        if trips:
+            assert sum(blind.macs.values()) * trips == full  # the body once instead of 16 times
+
+
+def test_overclaimed_control_is_caught_as_violated_and_never_tighter() -> None:
+    config = SOLARConfig(suite="jax", jax_programs=("jax_mlp", "jax_scan_rnn"), reps=1, control_overclaim=1e6)
+    profile = EXPERIMENT.profile("smoke")
+    over = EXPERIMENT.run(
+        EXPERIMENT.systems["overclaimed_bound"](config), config, profile, 0, SilentProgress()
+    )
+    assert over["violations"] == 2.0 and over["valid_fraction"] == 0.0
+    assert over["median_valid_tightness"] == 0.0  # violated bounds count 0, however large
+    with pytest.raises(ValueError, match="control_overclaim must be > 1"):
+        SOLARConfig(control_overclaim=1.0)

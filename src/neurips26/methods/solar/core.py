@@ -222,6 +222,7 @@ def analyze(
     frontend: str = "auto",
     validate_max_bytes: int = 512 * 2**20,
     validate_max_macs: int = 2 * 10**9,
+    loop_trips: bool = True,
 ) -> SOLReport:
     """Derive validated speed-of-light bounds for ``program(*example_inputs)`` on ``hw``.
 
@@ -237,6 +238,8 @@ def analyze(
         only; a failure raises), ``"dispatch"`` (the dispatch-mode tracer only) or ``"jax"``.
         ``report.frontend`` says which one produced the IR and ``report.frontend_note`` why a fallback
         happened.
+    loop_trips: count JAX loops (``scan``, ``while``) by their trips (default); ``False`` counts each body
+        once, the ablation of the paper's loop handling (PyTorch graphs are already unrolled).
     """
     if not isinstance(example_inputs, (list, tuple)):
         raise TypeError(
@@ -250,7 +253,7 @@ def analyze(
         from neurips26.methods.solar.frontend_jax import trace_jax
         from neurips26.methods.solar.validation_jax import validate_jax
 
-        trace = trace_jax(program, example_inputs)
+        trace = trace_jax(program, example_inputs, count_trips=loop_trips)
         validation = validate_jax(program, example_inputs, trace, seed) if validate else None
     else:
         trace = _trace_torch(program, example_inputs, frontend, trace_device)

@@ -126,21 +126,33 @@ class Estimate:
 
 class SOLARSystem:
     """Ours: ``analyze`` (PyTorch programs on meta through ``torch.export``, JAX through its jaxpr); the
-    reported bound is ``cache_aware``."""
+    reported bound is ``cache_aware``, times ``scale`` (1 for ours; > 1 for the overclaiming control).
 
-    name = "solar"
-    frameworks = ("torch", "jax")
+    ``loop_trips=False`` counts each JAX loop body once (the loop-blind control)."""
 
-    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+    def __init__(
+        self,
+        hw: HardwareSpec,
+        validate: bool = True,
+        *,
+        name: str = "solar",
+        scale: float = 1.0,
+        loop_trips: bool = True,
+        frameworks: tuple[str, ...] = ("torch", "jax"),
+    ) -> None:
+        self.hw, self.validate, self.name = hw, validate, name
+        self.scale, self.loop_trips, self.frameworks = scale, loop_trips, frameworks
+
+    def estimate(self, program: Program) -> Estimate:
         fn, inputs = program.build()
         start = time.perf_counter()
-        report = analyze(fn, inputs, hw=hw, validate=config.validate)
+        report = analyze(fn, inputs, hw=self.hw, validate=self.validate, loop_trips=self.loop_trips)
         seconds = time.perf_counter() - start
-        fid = {k: report.bound(k) for k in ("flop_only", "fused", "cache_aware")}
+        fid = {k: self.scale * report.bound(k) for k in ("flop_only", "fused", "cache_aware")}
         gaps = [f"{op} x{n} unknown" for op, n in report.unknown_ops.items()]
         return Estimate(
             report.flops,
-            report.bounds.cache_aware,
+            self.scale * report.bounds.cache_aware,
             fid,
             report.validated and report.complete,
             seconds,
@@ -154,16 +166,17 @@ class FlopOnlySystem:
 
     frameworks = ("torch",)
 
-    def __init__(self, name: str, count_flops: Callable[[Any, Any], int]) -> None:
+    def __init__(self, name: str, count_flops: Callable[[Any, Any], int], hw: HardwareSpec) -> None:
         self.name = name
         self.count_flops = count_flops
+        self.hw = hw
 
-    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+    def estimate(self, program: Program) -> Estimate:
         model, inputs = program.build()
         start = time.perf_counter()
         flops = self.count_flops(model, inputs)
         seconds = time.perf_counter() - start
-        bound = flops / hw.flops_rate("float32")
+        bound = flops / self.hw.flops_rate("float32")
         return Estimate(
             flops, bound, dict.fromkeys(("flop_only", "fused", "cache_aware"), bound), False, seconds
         )
@@ -175,10 +188,13 @@ class NaiveRooflineSystem:
     name = "naive_roofline"
     frameworks = ("torch",)
 
-    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+    def __init__(self, hw: HardwareSpec) -> None:
+        self.hw = hw
+
+    def estimate(self, program: Program) -> Estimate:
         model, inputs = program.build()
         start = time.perf_counter()
-        bound, flops = naive_roofline_seconds(model, inputs, hw)
+        bound, flops = naive_roofline_seconds(model, inputs, self.hw)
         seconds = time.perf_counter() - start
         return Estimate(
             flops, bound, dict.fromkeys(("flop_only", "fused", "cache_aware"), bound), False, seconds
@@ -192,19 +208,24 @@ class JaxRooflineSystem:
     frameworks = ("jax",)
 
     def __init__(
-        self, name: str, count: Callable[[Any, Any], JaxCount], requires: tuple[tuple[str, str], ...] = ()
+        self,
+        name: str,
+        count: Callable[[Any, Any], JaxCount],
+        hw: HardwareSpec,
+        requires: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.name = name
         self.count = count
+        self.hw = hw
         self.requires = requires  # (module, install hint): a missing one makes the cells n/a, not errors
 
-    def estimate(self, program: Program, hw: HardwareSpec, config: SOLARConfig) -> Estimate:
+    def estimate(self, program: Program) -> Estimate:
         fn, inputs = program.build()
         start = time.perf_counter()
         counted = self.count(fn, inputs)
         seconds = time.perf_counter() - start
-        compute = counted.flops / hw.flops_rate("float32")
-        bound = max(compute, counted.bytes / hw.dram_bandwidth_Bps)
+        compute = counted.flops / self.hw.flops_rate("float32")
+        bound = max(compute, counted.bytes / self.hw.dram_bandwidth_Bps)
         fid = {"flop_only": compute, "fused": bound, "cache_aware": bound}
         return Estimate(int(counted.flops), bound, fid, False, seconds, counted.gaps)
 
@@ -229,10 +250,10 @@ def evaluate(
         if importlib.util.find_spec(module) is None:
             raise NotApplicable(f"{system.name} on {config.suite} programs needs {module}: {hint}")
     torch.set_num_threads(config.threads)
-    hw = cpu_spec(config)
+    hw = system.hw
     rows = []
     for program in progress.loop(_programs(config), desc=system.name):
-        est = system.estimate(program, hw, config)
+        est = system.estimate(program)
         cold, band = measured_timing(program, config, cold=True, seed=seed)
         warm = measured_seconds(program, config, cold=False, seed=seed)
         noise = band + hw.noise  # the timing's own spread plus the spec's calibration spread
@@ -297,6 +318,36 @@ def run(
     return metrics
 
 
+SYSTEMS: dict[str, Callable[[SOLARConfig], Any]] = {
+    # every system bounds on the spec calibrated for the config (cpu_spec: once per process)
+    "solar": lambda c: SOLARSystem(cpu_spec(c), c.validate),
+    "flopcounter_cpu": lambda c: FlopOnlySystem(
+        "flopcounter_cpu", lambda model, inputs: flop_counter_flops(model, inputs, "cpu"), cpu_spec(c)
+    ),
+    "flopcounter_meta": lambda c: FlopOnlySystem(
+        "flopcounter_meta", lambda model, inputs: flop_counter_flops(model, inputs, "meta"), cpu_spec(c)
+    ),
+    "fvcore": lambda c: FlopOnlySystem("fvcore", fvcore_flops, cpu_spec(c)),
+    "naive_roofline": lambda c: NaiveRooflineSystem(cpu_spec(c)),
+    "xla_cost_analysis": lambda c: JaxRooflineSystem("xla_cost_analysis", xla_cost_analysis, cpu_spec(c)),
+    "jax_roofline": lambda c: JaxRooflineSystem(
+        "jax_roofline",
+        jax_roofline,
+        cpu_spec(c),
+        (("absl", "jax.experimental.roofline imports absl: pip install absl-py"),),
+    ),
+    # negative controls. A bound that claims control_overclaim x ours must be caught as violated (so the
+    # validity claims could fail) and never count as tighter; the same bound without validation (it does
+    # not change the bound) keeps the control cheap.
+    "overclaimed_bound": lambda c: SOLARSystem(
+        cpu_spec(c), False, name="overclaimed_bound", scale=c.control_overclaim
+    ),
+    # our own jaxpr walker with every loop body counted once: must not cover the JAX programs' MACs
+    "loop_blind_jaxpr": lambda c: SOLARSystem(
+        cpu_spec(c), False, name="loop_blind_jaxpr", loop_trips=False, frameworks=("jax",)
+    ),
+}
+
 SMOKE_PROGRAMS = (
     "gemm_square",
     "conv2d_padded",
@@ -325,6 +376,7 @@ EXPERIMENT = Experiment(
             "count_agreement",
             "solar",
             TORCH_FLOP_COUNTERS,
+            controls=("naive_roofline",),  # per-op counts through the dispatcher: must not be exact
             where=TORCH_SUITE,
         ),
         Claim(
@@ -337,6 +389,7 @@ EXPERIMENT = Experiment(
             kind="noninferior",
             margin=0.01,
             margin_source="ours: one program in a hundred",
+            controls=("overclaimed_bound",),
             where=TORCH_SUITE,
         ),
         Claim(
@@ -345,6 +398,7 @@ EXPERIMENT = Experiment(
             "median_valid_tightness",
             "solar",
             (*TORCH_FLOP_COUNTERS, "naive_roofline"),
+            controls=("overclaimed_bound",),
             where=TORCH_SUITE,
         ),
         Claim(
@@ -353,6 +407,7 @@ EXPERIMENT = Experiment(
             "coverage",
             "solar",
             JAX_BASELINES,
+            controls=("loop_blind_jaxpr",),
             where=JAX_SUITE,
         ),
         Claim(
@@ -364,6 +419,7 @@ EXPERIMENT = Experiment(
             kind="noninferior",
             margin=0.01,
             margin_source="ours: one program in a hundred",
+            controls=("overclaimed_bound",),
             where=JAX_SUITE,
         ),
     ),
@@ -398,23 +454,7 @@ EXPERIMENT = Experiment(
         Metric("median_ratio_cache_aware", "max", "ratio", "cache-aware fidelity bound / cold time"),
         Metric("analysis_seconds", "min", "s", "analysis wall time summed over the suite"),
     ),
-    systems={
-        "solar": lambda config: SOLARSystem(),
-        "flopcounter_cpu": lambda config: FlopOnlySystem(
-            "flopcounter_cpu", lambda model, inputs: flop_counter_flops(model, inputs, "cpu")
-        ),
-        "flopcounter_meta": lambda config: FlopOnlySystem(
-            "flopcounter_meta", lambda model, inputs: flop_counter_flops(model, inputs, "meta")
-        ),
-        "fvcore": lambda config: FlopOnlySystem("fvcore", fvcore_flops),
-        "naive_roofline": lambda config: NaiveRooflineSystem(),
-        "xla_cost_analysis": lambda config: JaxRooflineSystem("xla_cost_analysis", xla_cost_analysis),
-        "jax_roofline": lambda config: JaxRooflineSystem(
-            "jax_roofline",
-            jax_roofline,
-            (("absl", "jax.experimental.roofline imports absl: pip install absl-py"),),
-        ),
-    },
+    systems=SYSTEMS,
     profiles={
         "smoke": Profile(
             "smoke",

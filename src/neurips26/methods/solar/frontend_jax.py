@@ -215,7 +215,8 @@ def _evaluate(eqn: Any, inputs: Sequence[Any]) -> list[Any] | None:
 class _Walker:
     """Counts a jaxpr (recursively) into op records; builds the top-level IR."""
 
-    def __init__(self) -> None:
+    def __init__(self, count_trips: bool = True) -> None:
+        self.count_trips = count_trips  # False: every loop body once (the ablation / naive-walker control)
         self.ops: list[OpRecord] = []
         self.unknown: dict[str, int] = {}
         self.trip_unknown = False
@@ -262,10 +263,11 @@ class _Walker:
             consts = list(getattr(inner, "consts", []))
             self.count(inner_jaxpr, scale, None if inputs is None else list(inputs), consts)
         elif name == "scan":
-            self.loops.append(("scan", int(eqn.params["length"])))
-            self.count(eqn.params["jaxpr"].jaxpr, scale * int(eqn.params["length"]))
+            length = int(eqn.params["length"]) if self.count_trips else 1
+            self.loops.append(("scan", length))
+            self.count(eqn.params["jaxpr"].jaxpr, scale * length)
         elif name == "while":
-            trips = self.while_trips(eqn, inputs)
+            trips = self.while_trips(eqn, inputs) if self.count_trips else 1
             self.loops.append(("while", trips))
             self.count(eqn.params["cond_jaxpr"].jaxpr, scale * (trips + 1))
             self.count(eqn.params["body_jaxpr"].jaxpr, scale * trips)
@@ -480,16 +482,18 @@ def _has_while(jaxpr: Any) -> bool:
     )
 
 
-def trace_jax(fn: Callable[..., Any], example_inputs: Sequence[Any]) -> Trace:
-    """Trace a JAX function with ``jax.make_jaxpr`` and count it (see the module docstring)."""
+def trace_jax(fn: Callable[..., Any], example_inputs: Sequence[Any], count_trips: bool = True) -> Trace:
+    """Trace a JAX function with ``jax.make_jaxpr`` and count it (see the module docstring).
+
+    ``count_trips=False`` counts every loop body once, as a walker blind to loops would (an ablation)."""
     import jax
 
     closed = jax.make_jaxpr(fn)(*example_inputs)
     leaves = jax.tree_util.tree_leaves(tuple(example_inputs))
     concrete = all(hasattr(x, "shape") and not isinstance(x, jax.ShapeDtypeStruct) for x in leaves)
-    walker = _Walker()
+    walker = _Walker(count_trips)
     # concrete evaluation only matters for while-loop trip counts, and costs an eager dispatch per equation
-    concrete = concrete and _has_while(closed.jaxpr)
+    concrete = concrete and count_trips and _has_while(closed.jaxpr)
     walker.count(closed.jaxpr, 1, list(leaves) if concrete else None, list(closed.consts))
     graph, compulsory = _build_graph(closed, leaves)
     writes = {name: graph.values[name].nbytes for name in graph.outputs}
