@@ -213,3 +213,24 @@ def test_rejudge_redraws_verdicts_from_stored_cells_and_refuses_stale_ones(tmp_p
     without_zero = {**result, "cells": [c for c in result["cells"] if c["system"] != "zero"]}
     with pytest.raises(ValueError, match="no stored cells for \\['zero'\\]"):
         rejudge(with_control, without_zero)
+
+
+def test_cells_store_non_numeric_details_beside_their_metrics(tmp_path) -> None:
+    from neurips26.bench.runner import CellTask, execute_cell
+
+    def run_with_details(system, config, profile, seed, progress):
+        metrics = TOY_EXPERIMENT.run(system, config, profile, seed, progress)
+        return {**metrics, "details": {"rows": [{"program": "a", "ok": True}], "note": "kept as is"}}
+
+    experiment = replace(TOY_EXPERIMENT, run=run_with_details)
+    profile = experiment.profile("smoke")
+    task = CellTask(REF, "median", profile.points()[0], 0, profile, {}, 1, "cpu")
+    cell = execute_cell(task, experiment)
+    assert cell["status"] == "ok" and cell["details"]["rows"][0]["program"] == "a"
+    assert "details" not in cell["metrics"]
+
+    def run_with_bad_details(system, config, profile, seed, progress):
+        return {"details": {"f": object()}}
+
+    bad = execute_cell(task, replace(TOY_EXPERIMENT, run=run_with_bad_details))
+    assert bad["status"] == "error" and "JSON-serialisable" in bad["error"]

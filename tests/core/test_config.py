@@ -133,3 +133,24 @@ def test_nested_configs_take_dotted_overrides_and_list_valid_keys() -> None:
         apply_overrides(Outer(), {"steps.x": 1})
     with pytest.raises(TypeError, match=r"method\.rank must be an integer"):
         apply_overrides(Outer(), {"method.rank": "big"})
+
+
+def test_nested_default_factory_sets_other_method_defaults_and_is_checked() -> None:
+    from dataclasses import dataclass
+
+    from neurips26.core.config import apply_overrides, nested, param
+
+    @dataclass
+    class Inner:
+        rank: int = param(4, "paper")
+
+    @dataclass
+    class Outer:
+        method: Inner = nested(Inner, "ours: rank 2 fits the toy data", default_factory=lambda: Inner(2))
+
+    assert Outer().method == Inner(2) and Outer().method is not Outer().method  # a fresh one each time
+    assert apply_overrides(Outer(), {"method.rank": 5}).method == Inner(5)
+    with pytest.raises(TypeError, match="must return a Inner, got int"):
+        nested(Inner, "x", default_factory=lambda: 3)
+    with pytest.raises(TypeError, match="must be callable"):
+        nested(Inner, "x", default_factory=Inner(2))

@@ -94,6 +94,10 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
             seed_everything(task.seed)
             system = experiment.build_system(task.system, config)
             metrics = experiment.run(system, config, profile, task.seed, progress or TqdmProgress(False))
+        metrics = dict(metrics)
+        details = metrics.pop(DETAILS_KEY, None)
+        if details is not None:
+            cell[DETAILS_KEY] = _checked_details(details)
         cell["metrics"], cell["nonfinite"] = _checked_metrics(experiment, metrics)
         claimed = {claim.metric for claim in experiment.claims}
         bad = sorted(claimed & set(cell["nonfinite"]))
@@ -135,6 +139,23 @@ def _device_for_run(device: str) -> Iterator[None]:
             os.environ.pop(DEVICE_ENV, None)
         else:
             os.environ[DEVICE_ENV] = previous
+
+
+# ``run`` may return non-numeric facts of a cell (per-program rows, chosen hyper-parameters, a failure list)
+# under this key: stored beside the metrics in the cell JSON, never averaged or judged.
+DETAILS_KEY = "details"
+
+
+def _checked_details(details: Any) -> dict:
+    """The cell's details as stored: a JSON-serialisable mapping (a clear error otherwise)."""
+    import json
+
+    if not isinstance(details, Mapping):
+        raise TypeError(f"run's {DETAILS_KEY!r} must be a mapping, got {type(details).__name__}")
+    try:
+        return json.loads(json.dumps(dict(details)))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"run's {DETAILS_KEY!r} must be JSON-serialisable: {exc}") from None
 
 
 def _checked_metrics(

@@ -12,7 +12,7 @@ import hashlib
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 ConfigT = TypeVar("ConfigT")
@@ -41,15 +41,27 @@ def param(default: Any, source: str, **field_kwargs: Any) -> Any:
     return dataclasses.field(default=default, metadata=metadata, **field_kwargs)
 
 
-def nested(config_cls: type, source: str) -> Any:
+def nested(config_cls: type, source: str, *, default_factory: Callable[[], Any] | None = None) -> Any:
     """Declare a field holding another config (e.g. the method's own config inside an experiment's).
 
-    Its default is ``config_cls()``; ``--set field.key=value`` reaches the inner fields.
+    Its default is ``config_cls()``, or ``default_factory()`` when the experiment runs the method with
+    other defaults (say why in ``source``); ``--set field.key=value`` reaches the inner fields.
     """
     _require_dataclass_type(config_cls)
     if not source:
         raise ValueError("nested(source=...) must say where the default comes from")
-    return dataclasses.field(default_factory=config_cls, metadata={_SOURCE_KEY: source})
+    factory = config_cls if default_factory is None else _checked_factory(config_cls, default_factory)
+    return dataclasses.field(default_factory=factory, metadata={_SOURCE_KEY: source})
+
+
+def _checked_factory(config_cls: type, factory: Callable[[], Any]) -> Callable[[], Any]:
+    """``factory`` if it builds a ``config_cls`` (checked once, now, so a wrong one fails at import)."""
+    if not callable(factory):
+        raise TypeError(f"default_factory must be callable, got {factory!r}")
+    built = factory()
+    if type(built) is not config_cls:
+        raise TypeError(f"default_factory must return a {config_cls.__name__}, got {type(built).__name__}")
+    return factory
 
 
 def _require_dataclass_type(config_cls: type) -> None:
