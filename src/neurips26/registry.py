@@ -25,7 +25,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "control": ("gymnasium", "cvxpy", "shapely"),
     "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
     "code": ("pycparser", "rank_bm25"),
-    "agent": ("networkx",),
+    "agent": ("networkx", "datasketch"),
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml", "pydantic", "fvcore"),
     "dist": ("ray",),
@@ -174,10 +174,13 @@ METHODS: tuple[MethodSpec, ...] = (
     ),
     _M(
         "screensearch",
-        "ScreenSearch: state search for partially observable desktop GUI agents",
+        "ScreenSearch: ambiguity-aware exploration of desktop and web applications",
         "agent",
-        "gymnasium Env",
-        "Searching over workflow states beats greedy GUI agents.",
+        "Explorer + backends (AT-SPI, Playwright, synthetic), StateGraph",
+        "An ambiguity-aware PUCT over a deduplicated state graph keeps frontier-only discovery while "
+        "the ambiguity signal flags aliased states; ambiguity reduction alone finds fewer states.",
+        extras=("agent",),
+        experiment="neurips26.methods.screensearch.experiment:EXPERIMENT",
     ),
     _M(
         "scalebits",
@@ -260,6 +263,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "solexecbench": (
         "neurips26.methods.solexecbench.cli",
         "evaluate kernel solutions scored against the SOL",
+    ),
+    "screensearch": (
+        "neurips26.methods.screensearch.cli",
+        "explore an app into a deduplicated state graph (synthetic, galculator, web)",
     ),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }
