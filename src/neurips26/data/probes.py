@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,9 +124,15 @@ def _encode(tokenizer: Any, text: str) -> list[int]:
     return tokenizer.encode(text, add_special_tokens=False)
 
 
-def _digits(rng: np.random.Generator, n_digits: int) -> str:
-    first = str(rng.integers(1, 10))
-    return first + "".join(str(d) for d in rng.integers(0, 10, size=n_digits - 1))
+def _digits(rng: np.random.Generator, n_digits: int, value_ok: Callable[[str], bool] | None = None) -> str:
+    """A random ``n_digits``-digit number (no leading zero); redrawn until ``value_ok(value)`` holds, so a
+    training split and a held-out split of the values can be kept disjoint."""
+    for _ in range(10_000):
+        first = str(rng.integers(1, 10))
+        value = first + "".join(str(d) for d in rng.integers(0, 10, size=n_digits - 1))
+        if value_ok is None or value_ok(value):
+            return value
+    raise ValueError(f"value_ok accepted none of 10,000 random {n_digits}-digit values")
 
 
 def _splice(
@@ -168,11 +174,15 @@ def make_kv_probe(
     n_bindings: int = 4,
     n_digits: int = 4,
     keys: Sequence[str] | None = None,
+    value_ok: Callable[[str], bool] | None = None,
 ) -> ProbeSample:
-    """Key->value bindings as code hidden in a haystack, every key queried at the end with ``assert``."""
+    """Key->value bindings as code hidden in a haystack, every key queried at the end with ``assert``.
+
+    ``keys`` (default :func:`key_pool`) and ``value_ok`` (default: any value) restrict the keys and values,
+    e.g. to a held-out split disjoint from the training one."""
     keys = list(keys) if keys is not None else key_pool(tokenizer)
     chosen = [keys[i] for i in rng.choice(len(keys), size=n_bindings, replace=False)]
-    values = [_digits(rng, n_digits) for _ in chosen]
+    values = [_digits(rng, n_digits, value_ok) for _ in chosen]
     bindings = [_encode(tokenizer, f"    {k} = {v}\n") for k, v in zip(chosen, values, strict=True)]
     order = rng.permutation(n_bindings)
     queries = [
@@ -195,9 +205,11 @@ def make_passkey_probe(
     rng: np.random.Generator,
     length: int,
     n_digits: int = 5,
+    value_ok: Callable[[str], bool] | None = None,
 ) -> ProbeSample:
-    """Passkey-in-haystack (Mohtashami & Jaggi 2023) as a Python comment in stdlib source."""
-    key = _digits(rng, n_digits)
+    """Passkey-in-haystack (Mohtashami & Jaggi 2023) as a Python comment in stdlib source (``value_ok``
+    restricts the pass keys, as in :func:`make_kv_probe`)."""
+    key = _digits(rng, n_digits, value_ok)
     needle = _encode(tokenizer, f"# The pass key is {key}. Remember it. {key} is the pass key.\n")
     query = _encode(tokenizer, "\n# What is the pass key? The pass key is")
     answer = _encode(tokenizer, f" {key}.\n")
@@ -220,6 +232,7 @@ def make_mqar_probe(
     n_digits: int = 2,
     alpha: float = 1.0,
     keys: Sequence[str] | None = None,
+    value_ok: Callable[[str], bool] | None = None,
 ) -> ProbeSample:
     """Multi-query associative recall with power-law gaps between each binding and its query.
 
@@ -229,7 +242,7 @@ def make_mqar_probe(
     """
     keys = list(keys) if keys is not None else key_pool(tokenizer)
     chosen = [keys[i] for i in rng.choice(len(keys), size=n_pairs, replace=False)]
-    values = [_digits(rng, n_digits) for _ in chosen]
+    values = [_digits(rng, n_digits, value_ok) for _ in chosen]
     bindings = [_encode(tokenizer, f"    {k} = {v}\n") for k, v in zip(chosen, values, strict=True)]
     queries = [
         (_encode(tokenizer, f"assert {k} =="), _encode(tokenizer, f" {v}\n"))

@@ -113,8 +113,12 @@ def train(
     ``on_step(step, model)`` runs after every optimizer step (pilots measure probes while training).
     Returns ``(model, log_rows)``.
     """
+    from neurips26.zoo.ctx import CTX_LAYOUTS, train_ctx_model
     from neurips26.zoo.training import train_model
 
+    if spec is None and name in CTX_LAYOUTS:  # issue #20: trained from a written circuit, resumable
+        model, rows, _ = train_ctx_model(name, output_dir=output_dir, max_steps=max_steps, log=log)
+        return model, rows
     spec = spec or get_spec(name)
     out = None if not save else Path(output_dir) if output_dir is not None else checkpoint_dir(name)
     return train_model(

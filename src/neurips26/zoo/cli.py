@@ -24,7 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evaluate = sub.add_parser("eval", help="measure a checkpoint and rewrite its model card")
     evaluate.add_argument("name")
     evaluate.add_argument("--path", default=None, help="checkpoint directory (default: the committed one)")
-    evaluate.add_argument("--samples", type=int, default=32, help="probes per (kind, length) cell")
+    evaluate.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help="probes per (kind, length) cell (default 32; *-ctx: 200 queries)",
+    )
     evaluate.add_argument("--json", action="store_true", help="print the measurements as JSON")
 
 
@@ -32,7 +37,13 @@ def _format_row(row: dict) -> str:
     status = "trained" if row["trained"] else "not trained (run `neurips26 zoo train {}`)".format(row["name"])
     line = f"{row['name']:<11} {row['architecture']:<22} {status}"
     ev = row.get("evaluation")
-    if ev:
+    if ev and "context_perplexity" in ev:  # a tiny-*-ctx card (issue #20)
+        r, cp = ev["retrieval"], ev["context_perplexity"]
+        line += (
+            f"  ppl {ev['heldout_perplexity']:.2f}  ctx 128->2048 {cp['128']:.1f}->{cp['2048']:.1f}"
+            f"  kv@2k {r['kv']['2048']['accuracy']:.2f}  passkey@2k {r['passkey']['2048']['accuracy']:.2f}"
+        )
+    elif ev:
         r = ev["retrieval"]
         line += (
             f"  ppl {ev['heldout_perplexity']:.2f} (unigram {ev['unigram_perplexity']:.0f})"
@@ -69,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
                 return 0
             zoo.train(args.name, output_dir=args.output_dir, max_steps=args.max_steps)
             if not args.no_eval and args.max_steps is None:
-                return _evaluate(args.name, args.output_dir, 32, as_json=False)
+                return _evaluate(args.name, args.output_dir, None, as_json=False)
             return 0
         if args.zoo_command == "eval":
             _single_thread()
@@ -80,11 +91,18 @@ def main(args: argparse.Namespace) -> int:
     raise ValueError(f"unknown zoo command {args.zoo_command!r}")
 
 
-def _evaluate(name: str, path: str | None, samples: int, *, as_json: bool) -> int:
+def _evaluate(name: str, path: str | None, samples: int | None, *, as_json: bool) -> int:
     from neurips26.zoo.cards import evaluate_checkpoint, write_model_card
+    from neurips26.zoo.ctx import CTX_LAYOUTS
 
-    result = evaluate_checkpoint(name, n_samples=samples, path=path)
-    card = write_model_card(name, result, path=path)
+    if name in CTX_LAYOUTS:
+        from neurips26.zoo.ctx_cards import evaluate_ctx, write_ctx_card
+
+        result = evaluate_ctx(name, path=path, queries=samples or 200)
+        card = write_ctx_card(name, result, path=path)
+    else:
+        result = evaluate_checkpoint(name, n_samples=samples or 32, path=path)
+        card = write_model_card(name, result, path=path)
     print(json.dumps(result, indent=1) if as_json else f"wrote {card}")
     return 0
 

@@ -8,6 +8,7 @@
 * :func:`generation_agreement` -- greedy-decoding agreement between two models (or one model with and
   without a cache method).
 * :func:`attention_entropy_profile` -- per-layer, per-head entropy of the attention rows.
+* :func:`context_perplexity` -- perplexity of the same final tokens read with more or less context.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from neurips26.zoo.training import CorpusTokens, load_corpus_tokens
 __all__ = [
     "EVAL_PROBE_SETTINGS",
     "attention_entropy_profile",
+    "context_perplexity",
     "copy_accuracy",
     "generation_agreement",
     "heldout_perplexity",
@@ -308,3 +310,38 @@ def attention_entropy_profile(
             entropy = entropy[..., -last_queries:]
         rows.append(entropy.mean(dim=(0, 2)).numpy())
     return np.stack(rows)
+
+
+def context_perplexity(
+    model: Any,
+    tokenizer: Any,
+    *,
+    contexts: Sequence[int] = (128, 512, 1024, 2048),
+    window: int = 2048,
+    tail: int = 100,
+    n_windows: int = 32,
+    data: CorpusTokens | None = None,
+) -> dict[str, float]:
+    """Perplexity of the last ``tail`` tokens of held-out windows, read with each amount of context.
+
+    The held-out stream is cut into consecutive windows of ``window`` tokens (the first ``n_windows``); for a
+    context ``c`` the model reads only the window's last ``c`` tokens and is scored on the last ``tail``
+    predictions, so every context length scores the same tokens. A model that uses far context scores
+    lower with more of it. Returns ``{str(c): perplexity}``.
+    """
+    import torch
+
+    if not 1 <= tail < min(contexts) <= max(contexts) <= window:
+        raise ValueError(f"need 1 <= tail < min(contexts) <= max(contexts) <= window, got {tail}, {contexts}")
+    data = data or heldout_tokens(tokenizer)
+    windows = torch.from_numpy(_windows(data.haystack.ids, window, n_windows * window))
+    out = {}
+    with torch.no_grad():
+        for c in contexts:
+            total = 0.0
+            for row in windows:
+                ids = row[window - c :][None]
+                logits = model(input_ids=ids).logits[0, -tail - 1 : -1].float()
+                total += float(torch.nn.functional.cross_entropy(logits, ids[0, -tail:], reduction="sum"))
+            out[str(c)] = math.exp(total / (tail * len(windows)))
+    return out

@@ -185,6 +185,39 @@ MODEL_SPECS: dict[str, ModelSpec] = {
     ),
 }
 
+# Issue #20 (zoo v2): models trained from a written induction circuit (neurips26.zoo.circuits / ctx).
+_CTX_COMMON = {
+    **_COMMON,
+    "tie_word_embeddings": False,  # ours: the circuit's copy output is read by its own output block
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 128,  # Llama-3 / Qwen3 head size: enough slow RoPE pairs for content matching
+    "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"},  # Llama-3's base
+}
+
+
+def _ctx_recipe() -> TrainConfig:
+    """ours: ~20 minutes on one shared thread; probes from step 0, mostly short (cheap) sequences."""
+    return TrainConfig(
+        phases=[
+            {"seq_len": 256, "batch": 8, "steps": 300},
+            {"seq_len": 512, "batch": 4, "steps": 60},
+            {"seq_len": 2048, "batch": 1, "steps": 20},
+        ],
+        warmup_steps=30,
+        mixture={"text": 0.3, "repeat": 0.1, "kv": 0.35, "passkey": 0.1, "mqar": 0.15},
+    )
+
+
+MODEL_SPECS["tiny-llama-ctx"] = ModelSpec(
+    name="tiny-llama-ctx",
+    architecture="LlamaForCausalLM",
+    model_config=dict(_CTX_COMMON),
+    description="Llama with GQA (4 query / 2 KV heads, head_dim 128, RoPE base 5e5), 4 layers, d=256, "
+    "untied embeddings, trained from a written previous-token + 3-gram induction circuit",
+    train=_ctx_recipe(),
+)
+
 
 def known_names() -> list[str]:
     return list(MODEL_SPECS)
