@@ -3,8 +3,9 @@
 Each seed generates a different synthetic app (40 pages in 6 layers, 2 hidden bits set by wizard-like
 choices, 6 aliased pages, 4 flaky pages, 3 irreversible actions, toasts/clock/counter/focus distractors);
 every policy explores it from scratch with the same budget (replayed actions count). Metrics read the
-graph against the world's ground truth. Real apps (galculator under Xvfb, web fixtures in chromium) are
-not part of this experiment yet (README: what is not done).
+graph against the world's ground truth. The ``real`` profile (opt-in, minutes) runs galculator under Xvfb
+through AT-SPI and the loopback web wizard in Debian's chromium; without the Debian packages those cells
+are ``n/a`` with the apt command.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
 from neurips26.methods.screensearch.backends.synthetic import SyntheticGUI, SyntheticWorldSpec
 from neurips26.methods.screensearch.baselines import BFSPolicy, DFSPolicy, NoveltyUCTPolicy, RandomPolicy
@@ -31,7 +32,7 @@ POLICIES = {
     "dfs": DFSPolicy,
     "novelty_uct": NoveltyUCTPolicy,
 }
-APPS = ("synthetic",)  # the real-app backends (AtspiApp, WebApp) are not built yet: README
+APPS = ("synthetic", "galculator", "web_wizard", "web_todo", "web_settings")
 
 
 @dataclass
@@ -89,10 +90,25 @@ def _factory(name: str):
 SYSTEMS = {name: _factory(name) for name in SYSTEM_TABLE}
 
 
-def make_backend(config: ScreenSearchExperimentConfig, seed: int) -> SyntheticGUI:
-    """The backend of ``config.app`` for ``seed`` (the synthetic world of that seed)."""
-    spec = SyntheticWorldSpec(pages=config.pages, hidden=config.hidden, noise=config.noise)
-    return SyntheticGUI(spec, seed=seed, noise_seed=1000 + seed)
+def make_backend(config: ScreenSearchExperimentConfig, seed: int) -> Any:
+    """The backend of ``config.app``: the synthetic world of ``seed``, galculator under Xvfb, or a web
+    fixture in chromium (``NotApplicable`` naming the apt command when the real app cannot run here)."""
+    if config.app == "synthetic":
+        spec = SyntheticWorldSpec(pages=config.pages, hidden=config.hidden, noise=config.noise)
+        return SyntheticGUI(spec, seed=seed, noise_seed=1000 + seed)
+    from neurips26.methods.screensearch.backends import BackendUnavailable
+
+    try:
+        if config.app == "galculator":
+            from neurips26.methods.screensearch.backends.atspi import AtspiApp
+
+            return AtspiApp("galculator")
+        from neurips26.methods.screensearch.backends.fixtures import FIXTURES
+        from neurips26.methods.screensearch.backends.web import WebApp
+
+        return WebApp(FIXTURES[config.app](), name=config.app)
+    except BackendUnavailable as error:
+        raise NotApplicable(str(error)) from error
 
 
 def run(
@@ -211,6 +227,14 @@ EXPERIMENT = Experiment(
         "smoke": Profile("smoke", budget_s=20, seeds=1, overrides={"budget": 60, "pages": 20}),
         "default": Profile("default", budget_s=150, seeds=10, grid={"budget": [100, 300]}),
         "full": Profile("full", budget_s=1800, seeds=10, grid={"budget": [300, 1000, 2000]}),
+        "real": Profile(
+            "real",
+            budget_s=600,
+            seeds=2,
+            overrides={"budget": 60, "method.dedup_threshold": 1.0},
+            grid={"app": ["galculator", "web_wizard"]},
+            systems=("screensearch", "frontier_puct", "novelty_uct", "random"),
+        ),
     },
     run=run,
     ours="screensearch",

@@ -164,7 +164,9 @@ class SyntheticGUI:
         cursor = 0
         if s.hidden_bits:
             shallow = [i for i in inner if pages[i].layer <= 2 and len(pages[i].nav) >= 1]
-            for bit, page_id in enumerate(rng.choice(shallow, size=s.hidden_bits, replace=False)):
+            # bit 0 is chosen on Home (every episode passes it), the others on shallow pages
+            others = rng.choice(shallow, size=s.hidden_bits - 1, replace=False)
+            for bit, page_id in enumerate([0, *others.tolist()]):
                 page = pages[int(page_id)]
                 label, target = page.nav[0]
                 mode = _WORDS[int(rng.integers(len(_WORDS)))]
