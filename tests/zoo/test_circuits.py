@@ -20,8 +20,30 @@ LAYOUT = CircuitLayout(token_dims=12, offsets=(1, 2, 3), match=3, induction_laye
 
 
 def _model(kind: str, *, install: bool = True, layout: CircuitLayout = LAYOUT, tie: bool = False):
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+    from transformers import (
+        DeepseekV3ForCausalLM,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen3Config,
+        Qwen3ForCausalLM,
+    )
 
+    if kind == "mla":
+        from neurips26.zoo.builders import tiny_deepseek_v3_config
+
+        config = tiny_deepseek_v3_config(
+            num_hidden_layers=2,
+            hidden_size=96,
+            kv_lora_rank=48,  # token code (12) + 3 match features of 8
+            qk_rope_head_dim=32,  # enough fast pairs for a sharp positional pattern (16 is not)
+            qk_nope_head_dim=24,
+            v_head_dim=16,
+            vocab_size=512,
+            attn_implementation="sdpa",
+        )
+        torch.manual_seed(0)
+        model = DeepseekV3ForCausalLM(config).eval()
+        return model, install_circuit(model, layout, seed=1) if install else None
     cls, cfg_cls = (LlamaForCausalLM, LlamaConfig) if kind == "llama" else (Qwen3ForCausalLM, Qwen3Config)
     config = cfg_cls(
         vocab_size=512,
@@ -48,7 +70,7 @@ def _heads(layout: CircuitLayout) -> dict:
     return {"heads": [*heads, {"layer": layout.induction_layer, "head": 0, "role": "induction"}]}
 
 
-@pytest.mark.parametrize("kind", ["llama", "qwen3"])
+@pytest.mark.parametrize("kind", ["llama", "qwen3", "mla"])
 def test_written_heads_attend_where_they_should_before_training(kind):
     model, info = _model(kind)
     report = circuit_report(model, info, period=24, length=192)
@@ -63,7 +85,7 @@ def test_written_heads_attend_where_they_should_before_training(kind):
     assert report["copy_acc"] > 0.9, report
 
 
-@pytest.mark.parametrize("kind", ["llama", "qwen3"])
+@pytest.mark.parametrize("kind", ["llama", "qwen3", "mla"])
 def test_without_the_construction_the_same_model_does_not_attend_or_copy(kind):
     model, _ = _model(kind, install=False)
     report = circuit_report(model, _heads(LAYOUT), period=24, length=192)

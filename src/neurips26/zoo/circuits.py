@@ -22,8 +22,10 @@ stream::
 
 Every other weight keeps its random initialisation. Llama and Qwen3 (``rotate_half`` RoPE on the whole
 head; Qwen3 also normalises q and k per head, so the strengths go into the ``q_norm`` / ``k_norm`` weights)
-are supported; DeepSeek-V3 MLA (RoPE only on the decoupled ``qk_rope_head_dim`` part, content through the
-latent) is not written yet.
+and DeepSeek-V3 MLA are supported. In MLA the positional pattern lives in the decoupled RoPE part
+(``q_rot`` per head, one shared ``k_rot``), and the content match in the un-rotated ``nope`` part, whose keys
+come from the compressed latent: the latent carries the token code (for the values) and one projection of
+each ``P_k`` (for the keys), so ``kv_lora_rank >= t + match * m`` and ``qk_nope_head_dim >= match * m``.
 """
 
 from __future__ import annotations
@@ -217,7 +219,7 @@ def install_circuit(model: Any, layout: CircuitLayout | None = None, *, seed: in
     Parameters
     ----------
     model:
-        A freshly initialised ``LlamaForCausalLM`` or ``Qwen3ForCausalLM`` with
+        A freshly initialised ``LlamaForCausalLM``, ``Qwen3ForCausalLM`` or ``DeepseekV3ForCausalLM`` with
         an untied output embedding; every weight the construction does not name keeps its value.
     layout:
         The circuit's blocks and strengths (default :class:`CircuitLayout`).
@@ -234,10 +236,9 @@ def install_circuit(model: Any, layout: CircuitLayout | None = None, *, seed: in
     kind = model.config.model_type
     if kind in ("llama", "qwen3"):
         return _install_rotate_half(model, layout, seed, qk_norm=kind == "qwen3")
-    raise ValueError(
-        f"model_type {kind!r} is not supported: llama and qwen3 are (DeepSeek-V3 MLA's decoupled-RoPE "
-        "construction is not written yet; see docs/notes/zoo.md, zoo v2)"
-    )
+    if kind == "deepseek_v3":
+        return _install_mla(model, layout, seed)
+    raise ValueError(f"model_type {kind!r} is not supported (llama, qwen3, deepseek_v3)")
 
 
 def _embed_codes(model: Any, layout: CircuitLayout, rng: np.random.Generator) -> np.ndarray:
@@ -350,6 +351,112 @@ def _install_rotate_half(model: Any, layout: CircuitLayout, seed: int, *, qk_nor
         "heads": heads_written,
         "positional_pairs": pos_pairs.tolist(),
         "match_pairs": slow.tolist(),
+        "seed": seed,
+    }
+
+
+def _pair_dims(pairs: np.ndarray, rope_dim: int, interleave: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(real, imaginary) dims of RoPE ``pairs`` inside one rope block (interleaved or ``rotate_half``)."""
+    if interleave:
+        return 2 * pairs, 2 * pairs + 1
+    return pairs, rope_dim // 2 + pairs
+
+
+def _install_mla(model: Any, layout: CircuitLayout, seed: int) -> dict[str, Any]:
+    """The circuit in DeepSeek-V3 MLA (``q_lora_rank=None``): see the module docstring."""
+    import torch
+
+    cfg = model.config
+    if cfg.q_lora_rank is not None:
+        raise ValueError("the MLA circuit needs q_lora_rank=None (a plain query projection)")
+    rng = np.random.default_rng(seed)
+    n_heads, nope, rope, v_dim = (
+        cfg.num_attention_heads,
+        cfg.qk_nope_head_dim,
+        cfg.qk_rope_head_dim,
+        cfg.v_head_dim,
+    )
+    rank, t, n_off, d = cfg.kv_lora_rank, layout.token_dims, len(layout.offsets), cfg.hidden_size
+    qk = nope + rope
+    m = min(nope // layout.match, (rank - t) // layout.match)
+    if n_off > n_heads or v_dim < t or m < 2:
+        raise ValueError(
+            f"MLA circuit needs heads >= {n_off}, v_head_dim >= token_dims ({t}) and room for {layout.match} "
+            f"features in qk_nope_head_dim ({nope}) and kv_lora_rank - token_dims ({rank - t})"
+        )
+    blocks = layout.blocks()
+    inv_freq = _inv_freq(model, rope)
+    pos_pairs = positional_pairs(inv_freq, layout.min_position_freq)
+    real, imag = _pair_dims(pos_pairs, rope, cfg.rope_interleave)
+    theta = inv_freq[pos_pairs]
+    scaling = 1.0 / math.sqrt(qk)
+    ar_t = np.arange(t)
+    heads_written: list[dict[str, Any]] = []
+    with torch.no_grad():
+        _embed_codes(model, layout, rng)
+        attn0 = model.model.layers[0].self_attn
+        n0 = math.sqrt(d / 2)
+        kv_a = attn0.kv_a_proj_with_mqa.weight
+        kv_a[:] = 0.0  # latent = token code only; shared k_rot = the constant
+        kv_a[ar_t, blocks["T"].start + ar_t] = 1.0
+        kv_a[rank + real, blocks["const"].start] = 1.0
+        for h, offset in enumerate(layout.offsets):
+            margin = _offset_margin(inv_freq, pos_pairs, offset, layout.max_distance)
+            amp = layout.position_gap / (n0**2 * margin * scaling)
+            base = h * qk
+            attn0.q_proj.weight[base : base + qk] = 0.0
+            col = blocks["const"].start
+            dtype = attn0.q_proj.weight.dtype
+            attn0.q_proj.weight[base + nope + real, col] = torch.from_numpy(amp * np.cos(offset * theta)).to(
+                dtype
+            )
+            attn0.q_proj.weight[base + nope + imag, col] = torch.from_numpy(-amp * np.sin(offset * theta)).to(
+                dtype
+            )
+            vrow = h * (nope + v_dim) + nope
+            attn0.kv_b_proj.weight[vrow : vrow + v_dim] = 0.0
+            attn0.kv_b_proj.weight[vrow + ar_t, ar_t] = 1.0
+            attn0.o_proj.weight[:, h * v_dim : (h + 1) * v_dim] = 0.0
+            p = blocks[f"P{h + 1}"]
+            attn0.o_proj.weight[p.start + ar_t, h * v_dim + ar_t] = math.sqrt(t / rank)
+            heads_written.append({"layer": 0, "head": h, "role": f"previous-token (offset {offset})"})
+        attn = model.model.layers[layout.induction_layer].self_attn
+        n1 = math.sqrt(d / ((2 + n_off) * t))
+        kv_a = attn.kv_a_proj_with_mqa.weight
+        kv_a[:rank] = 0.0
+        kv_a[ar_t, blocks["T"].start + ar_t] = 1.0
+        attn.q_proj.weight[:qk] = 0.0
+        attn.kv_b_proj.weight[: nope + v_dim] = 0.0
+        used = t + layout.match * m  # the latent's rms is n1 * sqrt(used / rank) of a raw block's
+        lat = math.sqrt(rank / used) / n1  # normalised latent = raw latent * lat
+        gain = layout.match_logit / (n1 * math.sqrt(m) * math.sqrt(m) * n1 * lat * scaling)
+        for k in range(layout.match):
+            proj = _orthonormal(rng, m, t)
+            rows = t + k * m + np.arange(m)
+            key_src = blocks[f"P{k + 1}"]
+            kv_a[rows[:, None], np.arange(key_src.start, key_src.stop)[None, :]] = torch.from_numpy(proj).to(
+                kv_a.dtype
+            )
+            attn.kv_b_proj.weight[k * m + np.arange(m), rows] = 1.0
+            src = blocks["T"] if k == 0 else blocks[f"P{k}"]
+            q_rows = k * m + np.arange(m)
+            attn.q_proj.weight[q_rows[:, None], np.arange(src.start, src.stop)[None, :]] = torch.from_numpy(
+                proj * gain
+            ).to(kv_a.dtype)
+        attn.kv_b_proj.weight[nope + ar_t, ar_t] = 1.0
+        attn.o_proj.weight[:, :v_dim] = 0.0
+        o = blocks["O"]
+        attn.o_proj.weight[o.start + ar_t, ar_t] = 1.0 / (n1 * lat)
+        heads_written.append(
+            {"layer": layout.induction_layer, "head": 0, "role": f"induction ({layout.match}-token match)"}
+        )
+        nf = math.sqrt(d / ((3 + n_off) * t))
+        model.lm_head.weight[:, o] *= layout.copy_logit / (nf * math.sqrt(t))
+    return {
+        "layout": layout.to_dict(),
+        "heads": heads_written,
+        "positional_pairs": pos_pairs.tolist(),
+        "match_dims_per_feature": m,
         "seed": seed,
     }
 
