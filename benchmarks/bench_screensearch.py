@@ -1,0 +1,141 @@
+"""ScreenSearch speed: retrieval + dedup of a new screen at 1k/10k/100k stored states, versus a linear
+exact-Jaccard scan; actions per second per real-app worker; synthetic throughput per Ray worker count.
+
+    /work/notes/cpurun .venv/bin/python benchmarks/bench_screensearch.py --sizes 1000 10000 100000
+    .venv/bin/python benchmarks/bench_screensearch.py --real          # galculator + web wizard actions/s
+    .venv/bin/python benchmarks/bench_screensearch.py --ray 1 2       # synthetic throughput per workers
+
+Stored screens are token sets shaped like our screens: ~80 tokens each, 30 from a shared template
+vocabulary (menus, frames) and 50 from a Zipf-distributed pool of 200k page tokens. A query is a stored
+screen with 4 tokens replaced (a toast, a changed label): dedup must find it, and retrieval returns the
+K = 8 best BM25 matches re-scored by exact Jaccard (what the ambiguity signal reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+from neurips26.methods.screensearch.graph import StateGraph
+from neurips26.methods.screensearch.index import exact_scan
+
+
+def _screens(n: int, rng: np.random.Generator) -> list[list[str]]:
+    template = [f"t{i:011x}" for i in range(300)]
+    ranks = np.arange(1, 200_001)
+    zipf = 1.0 / ranks
+    zipf /= zipf.sum()
+    pages = rng.choice(200_000, size=(n, 50), p=zipf)
+    starts = rng.integers(0, 270, size=n)
+    return [
+        template[s : s + 30] + [f"p{int(v):011x}" for v in row] for s, row in zip(starts, pages, strict=True)
+    ]
+
+
+def bench_retrieval(sizes: list[int], queries: int = 200, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in sizes:
+        graph = StateGraph(dedup_threshold=0.85)
+        screens = _screens(n, rng)
+        start = time.perf_counter()
+        for state, tokens in enumerate(screens, 1):
+            graph.index.add(state, tokens)
+        build_s = time.perf_counter() - start
+        picks = rng.choice(n, size=queries, replace=False)
+        ours, found = [], 0
+        for i in picks:
+            query = screens[i][:-4] + [f"q{int(v):011x}" for v in rng.integers(0, 10**9, 4)]
+            t0 = time.perf_counter()
+            dup = graph.index.near_duplicates(query, 0.85)
+            graph.index.similar(query, k=8, min_similarity=0.7)
+            ours.append(time.perf_counter() - t0)
+            found += bool(dup) and dup[0][0] == i + 1
+        scans = []
+        for i in picks[: max(5, queries // 20)]:
+            t0 = time.perf_counter()
+            exact_scan(graph.index.sets, [*screens[i][:-4], "x", "y", "z", "w"], 0.85)
+            scans.append(time.perf_counter() - t0)
+        row = {
+            "stored": n,
+            "build_s": round(build_s, 2),
+            "ours_median_ms": round(1000 * statistics.median(ours), 3),
+            "ours_p95_ms": round(1000 * float(np.percentile(ours, 95)), 3),
+            "scan_median_ms": round(1000 * statistics.median(scans), 3),
+            "speedup": round(statistics.median(scans) / statistics.median(ours), 1),
+            "dedup_recall": found / queries,
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def bench_real(actions: int = 30) -> list[dict]:
+    from neurips26.methods.screensearch import Explorer, RandomPolicy, ScreenSearchConfig
+    from neurips26.methods.screensearch.backends.atspi import AtspiApp
+    from neurips26.methods.screensearch.backends.fixtures import wizard_fixture
+    from neurips26.methods.screensearch.backends.web import WebApp
+
+    rows = []
+    for name, make in (
+        ("galculator", lambda: AtspiApp("galculator")),
+        ("web_wizard", lambda: WebApp(wizard_fixture())),
+    ):
+        app = make()
+        try:
+            explorer = Explorer(app, RandomPolicy(), config=ScreenSearchConfig(dedup_threshold=1.0), seed=0)
+            stats = explorer.run(actions)
+            row = {
+                "app": name,
+                "actions": stats.actions,
+                "actions_per_s": round(stats.actions / stats.seconds, 2),
+            }
+        finally:
+            app.close()
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def bench_ray(workers: list[int], budget: int = 300) -> list[dict]:
+    import tempfile
+
+    import ray
+
+    from neurips26.methods.screensearch.distributed import explore
+
+    rows = []
+    for n in workers:
+        with tempfile.TemporaryDirectory() as folder:
+            start = time.perf_counter()
+            summary = explore("synthetic", "screensearch", budget, n, f"{folder}/g.sqlite", seed=0)
+            seconds = time.perf_counter() - start
+        ray.shutdown()
+        row = {
+            "workers": n,
+            "actions": summary["actions"],
+            "seconds": round(seconds, 1),
+            "actions_per_s": round(summary["actions"] / seconds, 1),
+            "states": summary["states"],
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000])
+    parser.add_argument("--real", action="store_true")
+    parser.add_argument("--ray", type=int, nargs="*", default=None)
+    args = parser.parse_args()
+    if args.sizes:
+        bench_retrieval(args.sizes)
+    if args.real:
+        bench_real()
+    if args.ray:
+        bench_ray(args.ray)
