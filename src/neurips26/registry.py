@@ -22,7 +22,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "graph": ("torch_geometric",),
     "fl": ("sklearn", "osqp"),  # spcacw's in-process engine and QP; Flower itself is the "flower" extra
     "flower": ("flwr",),
-    "control": ("gymnasium", "cvxpy", "shapely"),
+    "control": ("gymnasium", "stable_baselines3", "casadi", "cvxpy", "osqp", "shapely"),  # srlmpc
     "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
     "code": ("pycparser", "rank_bm25"),
     "agent": ("networkx", "datasketch"),
@@ -214,6 +214,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "control",
         "gymnasium Env",
         "Shape-aware MPC navigates crowds more safely and efficiently.",
+        extras=("control",),
+        experiment="neurips26.methods.srlmpc.experiment:EXPERIMENT",
     ),
     _M(
         "spcacw",
@@ -268,5 +270,6 @@ TOOLS: dict[str, tuple[str, str]] = {
         "neurips26.methods.screensearch.cli",
         "explore an app into a deduplicated state graph (synthetic, galculator, web)",
     ),
+    "srlmpc": ("neurips26.methods.srlmpc.cli", "SRL-MPC: grid-tune constants, train the PPO tuner and PPO"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }

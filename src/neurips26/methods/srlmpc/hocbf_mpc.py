@@ -108,6 +108,14 @@ class Neighbours:
     position: np.ndarray
     velocity: np.ndarray
 
+    def __post_init__(self) -> None:
+        m = len(np.asarray(self.width).reshape(-1))
+        for name in ("normal", "position", "velocity"):
+            if np.asarray(getattr(self, name)).shape != (m, 2):
+                raise ValueError(
+                    f"Neighbours.{name} must have shape ({m}, 2), got {np.shape(getattr(self, name))}"
+                )
+
     @classmethod
     def empty(cls) -> Neighbours:
         z = np.zeros((0, 2))
@@ -340,5 +348,7 @@ class HOCBFMPC:
                 self.n_fallback_failed += 1
                 u0 = np.clip(-velocity / self.config.dt, -self.config.max_accel, self.config.max_accel)
                 plan = np.zeros((0, 2))
-        u0 = np.clip(u0, -self.config.max_accel, self.config.max_accel)
+        # qpOASES hot-starts from the previous active set, which moves the last bits of the answer; rounding
+        # to 1e-9 m/s^2 makes episodes bit-reproducible (gymnasium's determinism check) at no physical cost
+        u0 = np.round(np.clip(u0, -self.config.max_accel, self.config.max_accel), 9)
         return MPCStep(u0, ok, fallback, time.perf_counter() - start, plan)

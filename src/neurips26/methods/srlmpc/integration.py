@@ -359,12 +359,26 @@ class ShapeCrowdEnv(gym.Env):
             self._fleet_mpc = HOCBFMPCController()
         return self._fleet_mpc.act(self, body)
 
+    def set_state(
+        self,
+        positions: np.ndarray | None = None,
+        velocities: np.ndarray | None = None,
+        goals: np.ndarray | None = None,
+    ) -> None:
+        """Overwrite body states (scripted scenes, tests); cached perception is dropped."""
+        for name, value in (("positions", positions), ("velocities", velocities), ("goals", goals)):
+            if value is None:
+                continue
+            value = np.asarray(value, dtype=float)
+            if value.shape != self.positions.shape:
+                raise ValueError(f"{name} must have shape {self.positions.shape}, got {value.shape}")
+            setattr(self, name, value.copy())
+        self._feature_cache = {}
+
     # ----- perception
     def robot_separations(self, index: int = 0) -> np.ndarray:
         """Exact signed distances of body ``index`` to every other body (others in index order)."""
-        others = np.delete(np.arange(len(self.shapes)), index)
-        s, _ = geo.signed_distance(self.positions, self.batch, np.full(len(others), index), others)
-        return s
+        return self._all_features(index, "shape", noisy=False)[0].s_star
 
     def neighbour_features(
         self, index: int = 0, k: int | None = None, perception: str = "shape"
@@ -375,15 +389,27 @@ class ShapeCrowdEnv(gym.Env):
         Returns (gsf, observed positions (k', 2), observed velocities (k', 2), body or disc indices).
         """
         k = k or self.config.k_neighbours
-        key = (self.steps, index, k, perception)
-        if key not in self._feature_cache:  # one perception per step: controller and observation agree
+        gsf, pos, vel, others = self._all_features(index, perception, self.config.observation_noise > 0)
+        order = np.argsort(gsf.s_star, kind="stable")[:k]
+        picked = geo.GSF(
+            *(getattr(gsf, f)[order] for f in ("s_star", "normal", "closing_speed", "width_i", "width_j"))
+        )
+        return picked, pos[order], vel[order], others[order]
+
+    def _all_features(
+        self, index: int, perception: str, noisy: bool
+    ) -> tuple[geo.GSF, np.ndarray, np.ndarray, np.ndarray]:
+        """GSFs against every other body, computed once per step and view (controller, observation and
+        collision check share them)."""
+        key = (self.steps, index, perception, noisy)
+        if key not in self._feature_cache:
             if any(cached[0] != self.steps for cached in self._feature_cache):
                 self._feature_cache = {}
-            self._feature_cache[key] = self._neighbour_features(index, k, perception)
+            self._feature_cache[key] = self._compute_features(index, perception, noisy)
         return self._feature_cache[key]
 
-    def _neighbour_features(
-        self, index: int, k: int, perception: str
+    def _compute_features(
+        self, index: int, perception: str, noisy: bool
     ) -> tuple[geo.GSF, np.ndarray, np.ndarray, np.ndarray]:
         if perception == "shape":
             pos, vel, batch = self.positions.copy(), self.velocities.copy(), self.batch
@@ -399,18 +425,13 @@ class ShapeCrowdEnv(gym.Env):
         else:
             raise ValueError(f"perception={perception!r} is not allowed; choose 'shape' or 'circle'")
         others = np.flatnonzero(owner != index)
-        if self.config.observation_noise > 0:
+        if noisy:
             moving = self.roles[owner[others]] != WALL
             noise = self.obs_rng.normal(0, self.config.observation_noise, (2, len(others), 2))
             pos[others] += noise[0] * moving[:, None]
             vel[others] += noise[1] * moving[:, None]
         gsf = geo.geometric_separation_features(pos, vel, batch, np.full(len(others), me), others)
-        order = np.argsort(gsf.s_star)[:k]
-        picked = geo.GSF(
-            *(getattr(gsf, f)[order] for f in ("s_star", "normal", "closing_speed", "width_i", "width_j"))
-        )
-        chosen = others[order]
-        return picked, pos[chosen], vel[chosen], chosen
+        return gsf, pos[others], vel[others], others
 
     def observation(self, index: int = 0) -> np.ndarray:
         """The observation of body ``index`` (the env returns body 0's)."""
