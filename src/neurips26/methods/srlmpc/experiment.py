@@ -43,7 +43,9 @@ class SRLMPCExperimentConfig:
 
     method: SRLMPCConfig = nested(SRLMPCConfig, "SRLMPCConfig's own defaults (config.py)")
     env: CrowdConfig = nested(CrowdConfig, "ShapeCrowdEnv's defaults (integration.py)")
-    episodes: int = param(3, "ours: test episodes per seed and scene (default: 5 seeds x 3 x 2 scenes)")
+    episodes: int = param(
+        2, "ours: test episodes per seed and scene (default: 5 seeds x 2 x 2 scenes, 1 core)"
+    )
     train_steps: int = param(0, "0: evaluate the committed policies; > 0: train per seed (full profile)")
     ppo_train_steps: int = param(0, "0: the committed pure-PPO policy; > 0: train per seed")
 
@@ -253,7 +255,22 @@ EXPERIMENT = Experiment(
             overrides={"episodes": 1, "env.n_bodies": 5, "env.max_steps": 30},
             grid={"env.scenario": ["corridor"]},
         ),
-        "default": Profile("default", budget_s=180, seeds=5, grid=SCENES),
+        "default": Profile(
+            "default",
+            budget_s=180,
+            seeds=5,
+            grid=SCENES,
+            systems=(
+                "srlmpc",
+                "hocbf_best",
+                "circle_mpc",
+                "orca",
+                "social_force",
+                "ppo",
+                "nominal_mpc",
+                "random_params",
+            ),
+        ),
         "full": Profile(
             "full",
             budget_s=6 * 3600,
