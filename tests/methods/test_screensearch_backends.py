@@ -50,7 +50,7 @@ def test_wizard_fixture_in_chromium_has_identical_screens_with_different_success
     from neurips26.methods.screensearch.backends.fixtures import wizard_fixture
     from neurips26.methods.screensearch.backends.web import WebApp
 
-    app = WebApp(wizard_fixture(), name="web_wizard")
+    app = WebApp(wizard_fixture(), name="web_wizard", screenshots=True)
     try:
         seen = {}
         for plan in ("basic", "pro"):
@@ -65,6 +65,8 @@ def test_wizard_fixture_in_chromium_has_identical_screens_with_different_success
         explorer = Explorer(app, ScreenSearchPolicy(), seed=0)
         explorer.run(12)
         assert explorer.graph.num_states >= 3
+        shot = explorer.graph.conn.execute("SELECT screenshot FROM states LIMIT 1").fetchone()[0]
+        assert shot[:4] == b"\x89PNG"
     finally:
         app.close()
 

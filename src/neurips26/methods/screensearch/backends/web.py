@@ -83,17 +83,23 @@ class WebApp:
     pages: path -> HTML of the fixture (served on loopback); ``start`` is the first path opened.
     name: the app's name in the graph.
     settle_ms: wait after an action (ours: 50 ms; the fixtures update synchronously).
+    screenshots: attach a PNG of the viewport to every screen (the graph keeps one per new state).
     """
 
     def __init__(
-        self, pages: dict[str, str], start: str = "/", name: str = "web", settle_ms: int = 50
+        self,
+        pages: dict[str, str],
+        start: str = "/",
+        name: str = "web",
+        settle_ms: int = 50,
+        screenshots: bool = False,
     ) -> None:
         try:
             from playwright.sync_api import sync_playwright
         except ImportError as error:
             raise BackendUnavailable("WebApp needs playwright: pip install 'neurips26[agent]'") from error
         executable = find_chromium()
-        self.name, self.settle_ms = name, settle_ms
+        self.name, self.settle_ms, self.screenshots = name, settle_ms, screenshots
         self.server = FixtureServer(pages)
         self.start_url = self.server.url + start
         self._pw = sync_playwright().start()
@@ -126,7 +132,8 @@ class WebApp:
         by_id = {n["nodeId"]: n for n in nodes}
         root = next(n for n in nodes if not n.get("parentId"))
         tree = self._convert(root, by_id)
-        self._screen = Screen.from_tree(tree, app=self.name, window=self.page.title())
+        shot = self.page.screenshot(type="png") if self.screenshots else None
+        self._screen = Screen.from_tree(tree, app=self.name, window=self.page.title(), screenshot=shot)
         return self._screen
 
     def _convert(self, node: dict, by_id: dict) -> dict:
