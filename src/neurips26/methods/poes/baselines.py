@@ -25,8 +25,14 @@ def _per_candidate(budget: int, candidates: list[int], n_items: int) -> int:
     return max(1, min(n_items, budget // max(1, len(candidates))))
 
 
-class FullEvaluation:
-    """Every candidate on every item (GEPA's FullEvaluationPolicy): exact, at n_items / k times the cost."""
+class SharedItemsScheduler:
+    """A round scheduler that scores every candidate on one item set per round (``items_for_round``);
+    prompts are ranked by raw mean accuracy unless a subclass says otherwise."""
+
+    def items_for_round(
+        self, log: ResponseLog, candidates: list[int], budget: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        raise NotImplementedError
 
     def run_round(
         self,
@@ -36,25 +42,7 @@ class FullEvaluation:
         evaluate: Evaluate,
         rng: np.random.Generator,
     ) -> None:
-        for prompt in candidates:
-            evaluate(prompt, np.arange(log.n_items))
-
-    def ranking(self, log: ResponseLog) -> np.ndarray:
-        return log.mean_accuracy()
-
-
-class RandomMinibatch:
-    """A fresh uniform random minibatch each round (GEPA/DSPy default); prompts ranked by raw mean."""
-
-    def run_round(
-        self,
-        log: ResponseLog,
-        candidates: list[int],
-        budget: int,
-        evaluate: Evaluate,
-        rng: np.random.Generator,
-    ) -> None:
-        items = rng.choice(log.n_items, _per_candidate(budget, candidates, log.n_items), replace=False)
+        items = self.items_for_round(log, candidates, budget, rng)
         for prompt in candidates:
             evaluate(prompt, items)
 
@@ -62,7 +50,25 @@ class RandomMinibatch:
         return log.mean_accuracy()
 
 
-class FixedSubset:
+class FullEvaluation(SharedItemsScheduler):
+    """Every candidate on every item (GEPA's FullEvaluationPolicy): exact, at n_items / k times the cost."""
+
+    def items_for_round(
+        self, log: ResponseLog, candidates: list[int], budget: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        return np.arange(log.n_items)
+
+
+class RandomMinibatch(SharedItemsScheduler):
+    """A fresh uniform random minibatch each round (GEPA/DSPy default); prompts ranked by raw mean."""
+
+    def items_for_round(
+        self, log: ResponseLog, candidates: list[int], budget: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        return rng.choice(log.n_items, _per_candidate(budget, candidates, log.n_items), replace=False)
+
+
+class FixedSubset(SharedItemsScheduler):
     """One subset chosen before optimization and used every round; prompts ranked by raw mean.
 
     ``how="random"``: a uniform random subset. ``how="facility_location"``: greedy facility location on
@@ -76,14 +82,9 @@ class FixedSubset:
         self.how = how
         self.items: np.ndarray | None = None
 
-    def run_round(
-        self,
-        log: ResponseLog,
-        candidates: list[int],
-        budget: int,
-        evaluate: Evaluate,
-        rng: np.random.Generator,
-    ) -> None:
+    def items_for_round(
+        self, log: ResponseLog, candidates: list[int], budget: int, rng: np.random.Generator
+    ) -> np.ndarray:
         if self.items is None:
             k = _per_candidate(budget, candidates, log.n_items)
             if self.how == "random":
@@ -91,14 +92,10 @@ class FixedSubset:
             else:
                 sim = rbf_similarity(self.pool.embeddings)
                 self.items = np.asarray(lazy_greedy(SubsetObjective(np.zeros(log.n_items), sim, 0.0, 1.0), k))
-        for prompt in candidates:
-            evaluate(prompt, self.items)
-
-    def ranking(self, log: ResponseLog) -> np.ndarray:
-        return log.mean_accuracy()
+        return self.items
 
 
-class MaxInfoLeader:
+class MaxInfoLeader(SharedItemsScheduler):
     """Computerized adaptive testing for the current leader: k items of maximum 1PL information at the
     leader's ability (catsim's ``MaxInfoSelector`` on our 1PL difficulties); prompts ranked by ability."""
 
@@ -123,14 +120,9 @@ class MaxInfoLeader:
         self.theta, self.difficulty = fit.theta, fit.difficulty
         self.seen = (~np.isnan(log.scores)).any(axis=1)
 
-    def run_round(
-        self,
-        log: ResponseLog,
-        candidates: list[int],
-        budget: int,
-        evaluate: Evaluate,
-        rng: np.random.Generator,
-    ) -> None:
+    def items_for_round(
+        self, log: ResponseLog, candidates: list[int], budget: int, rng: np.random.Generator
+    ) -> np.ndarray:
         from catsim.item_bank import ItemBank
         from catsim.selection import MaxInfoSelector
 
@@ -147,8 +139,7 @@ class MaxInfoLeader:
             chosen.append(
                 int(selector.select(item_bank=bank, administered_items=chosen, est_theta=leader_theta))
             )
-        for prompt in candidates:
-            evaluate(prompt, np.asarray(chosen))
+        return np.asarray(chosen)
 
     def ranking(self, log: ResponseLog) -> np.ndarray:
         self._fit(log)
@@ -198,24 +189,17 @@ class SuccessiveHalving:
         return key
 
 
-class POESRoundScheduler:
+class POESRoundScheduler(SharedItemsScheduler):
     """POES in the simulator: every candidate is scored on the scheduler's subset; ranking by ability."""
 
     def __init__(self, pool: ItemPool, k: int, config: POESConfig) -> None:
         self.scheduler = POESScheduler(k, list(range(pool.n_items)), pool.embeddings, config)
 
-    def run_round(
-        self,
-        log: ResponseLog,
-        candidates: list[int],
-        budget: int,
-        evaluate: Evaluate,
-        rng: np.random.Generator,
-    ) -> None:
+    def items_for_round(
+        self, log: ResponseLog, candidates: list[int], budget: int, rng: np.random.Generator
+    ) -> np.ndarray:
         p, i, y = log.arrays()
-        subset = np.asarray(self.scheduler.select_indices(p, i, y, log.n_prompts))
-        for prompt in candidates:
-            evaluate(prompt, subset)
+        return np.asarray(self.scheduler.select_indices(p, i, y, log.n_prompts))
 
     def ranking(self, log: ResponseLog) -> np.ndarray:
         p, i, y = log.arrays()
