@@ -1,0 +1,34 @@
+"""STParOpt: uncertainty-aware C-to-CUDA parallelisation with execution stride features.
+
+``analyze(source, function)`` gives per-loop verdicts (probability of being parallel, static entropy,
+whether execution evidence was used, strategies, reasons); ``translate(source, function)`` emits CUDA
+kernels and a host launcher; the generated code runs on CPU through ``runtime/stparopt_cuda.h``.
+"""
+
+from neurips26.methods.stparopt.config import STParOptConfig
+from neurips26.methods.stparopt.cudagen import CudaTranslation, LoopPlan, translate_function
+from neurips26.methods.stparopt.frontend import CFunction, Loop, parse_function, pycparser_loops
+from neurips26.methods.stparopt.pipeline import LoopReport, analyze, load_model, save_model, translate
+from neurips26.methods.stparopt.programs import ArgSpec, LoopProgram
+from neurips26.methods.stparopt.verify import VerifyItem, nvcc_compile, verify_on_cpu
+
+__all__ = [
+    "ArgSpec",
+    "CFunction",
+    "CudaTranslation",
+    "Loop",
+    "LoopPlan",
+    "LoopProgram",
+    "LoopReport",
+    "STParOptConfig",
+    "VerifyItem",
+    "analyze",
+    "load_model",
+    "nvcc_compile",
+    "parse_function",
+    "pycparser_loops",
+    "save_model",
+    "translate",
+    "translate_function",
+    "verify_on_cpu",
+]
