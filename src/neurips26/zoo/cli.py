@@ -73,6 +73,10 @@ def main(args: argparse.Namespace) -> int:
             return 0
         if args.zoo_command == "train":
             _single_thread()
+            if args.name == "mini-clip":  # the CLIP of issue #27 (neurips26.zoo.miniclip)
+                from neurips26.zoo.miniclip import main as train_miniclip
+
+                return train_miniclip(["train", *(["--out", args.output_dir] if args.output_dir else [])])
             if args.name == "tokenizer":
                 from neurips26.zoo.tokenizer import TOKENIZER_DIR, train_tokenizer
 

@@ -1,0 +1,47 @@
+"""Calibrate the six SAST targets once: MiniCLIP zero-shot top-1 per difficulty level (issue #27).
+
+Run before any SAST tuning; the chosen levels are frozen in ``neurips26.data.clip_targets.CALIBRATED``
+(the first level, from easiest, whose zero-shot accuracy is within 25-70 %). Writes the table to
+``src/neurips26/zoo/checkpoints/mini-clip/calibration.json`` and prints it as Markdown.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/sast_calibrate.py
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from neurips26.data.clip_targets import TARGETS, make_target
+from neurips26.methods.sast import MiniCLIPBackbone, SASTConfig, ZeroShot
+from neurips26.zoo.miniclip import CHECKPOINT_DIR
+
+LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    backbone = MiniCLIPBackbone()
+    table: dict[str, dict[str, float]] = {}
+    for name, spec in TARGETS.items():
+        table[name] = {}
+        for level in LEVELS:
+            data = make_target(name, 30, seed=1000, difficulty=level)  # seed 1000: never an experiment seed
+            trainer = ZeroShot(backbone, spec.class_names, spec.templates, SASTConfig(epochs=0))
+            classifier = trainer.adapt(torch.from_numpy(data.images))
+            with torch.no_grad():
+                pred = classifier(torch.from_numpy(data.images)).argmax(1).numpy()
+            table[name][str(level)] = float((pred == data.labels).mean())
+        chosen = next((lv for lv in LEVELS if 0.25 <= table[name][str(lv)] <= 0.70), None)
+        table[name]["chosen"] = chosen if chosen is not None else float("nan")
+    (CHECKPOINT_DIR / "calibration.json").write_text(json.dumps(table, indent=2) + "\n")
+    print("| target | knob | " + " | ".join(f"d={lv}" for lv in LEVELS) + " | chosen |")
+    print("|---|---|" + "---|" * (len(LEVELS) + 1))
+    for name, row in table.items():
+        cells = " | ".join(f"{row[str(lv)]:.2f}" for lv in LEVELS)
+        print(f"| {name} | {TARGETS[name].knob} | {cells} | {row['chosen']} |")
+
+
+if __name__ == "__main__":
+    main()
