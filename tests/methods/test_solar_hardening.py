@@ -12,7 +12,7 @@ import torch
 
 from neurips26.methods.solar import PEAK_FACTOR, HardwareSpec, calibrate, load_hardware
 from neurips26.methods.solar import cli as solar_cli
-from neurips26.methods.solar.config import SOLARConfig
+from neurips26.methods.solar.config import SOLARAnalysisConfig, SOLARConfig
 from neurips26.methods.solar.experiment import EXPERIMENT, suite_metrics
 from neurips26.methods.solar.hardware import save_hardware
 from neurips26.methods.solar.timing import noise_band
@@ -113,7 +113,7 @@ def test_cells_carry_the_spec_they_used():
     from neurips26.methods.solar.experiment import cpu_spec
 
     torch.manual_seed(0)
-    config = SOLARConfig(programs=("add",), reps=4, calibration_trials=2)
+    config = SOLARConfig(SOLARAnalysisConfig(calibration_trials=2), programs=("add",), reps=4)
     metrics = EXPERIMENT.run(
         EXPERIMENT.systems["solar"](config), config, EXPERIMENT.profile("smoke"), 0, SilentProgress()
     )

@@ -69,13 +69,13 @@ def _jax_suite() -> list[Program]:
 
 def cpu_spec(config: SOLARConfig) -> HardwareSpec:
     """``cpu-local`` calibrated once per process (:func:`~neurips26.methods.solar.hardware.calibrate`:
-    ``calibration_trials`` trials, the maximum kept, times the ``headroom`` factor) for the config's
+    ``method.calibration_trials`` trials, the maximum kept, times ``method.headroom``) for the config's
     threads; the spec's numbers and noise go into every cell's metrics."""
-    key = (config.headroom, config.threads, config.calibration_trials)
+    key = (config.method.headroom, config.threads, config.method.calibration_trials)
     if key not in _SPEC_CACHE:
         torch.set_num_threads(config.threads)
         _SPEC_CACHE[key] = calibrate(
-            trials=config.calibration_trials, factor=config.headroom, copy_bytes=128 * 2**20
+            trials=config.method.calibration_trials, factor=config.method.headroom, copy_bytes=128 * 2**20
         )
     return _SPEC_CACHE[key]
 
@@ -124,7 +124,17 @@ class Estimate:
     conventional_flops: int | None = None  # ours: padded taps and masked attention included
 
 
-class SOLARSystem:
+class _Readable:
+    """``neurips26 info`` prints systems: show their settings (the spec by name), not an address."""
+
+    def __repr__(self) -> str:
+        shown = {
+            k: v.name if isinstance(v, HardwareSpec) else v for k, v in vars(self).items() if not callable(v)
+        }
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+class SOLARSystem(_Readable):
     """Ours: ``analyze`` (PyTorch programs on meta through ``torch.export``, JAX through its jaxpr); the
     reported bound is ``cache_aware``, times ``scale`` (1 for ours; > 1 for the overclaiming control).
 
@@ -161,7 +171,7 @@ class SOLARSystem:
         )
 
 
-class FlopOnlySystem:
+class FlopOnlySystem(_Readable):
     """A library FLOP counter (FlopCounterMode or fvcore, adapters); bound = FLOPs / fp32 peak."""
 
     frameworks = ("torch",)
@@ -182,7 +192,7 @@ class FlopOnlySystem:
         )
 
 
-class NaiveRooflineSystem:
+class NaiveRooflineSystem(_Readable):
     """Per-op unfused roofline (re-implemented, LLM-Viewer/RuntimeEstimator style)."""
 
     name = "naive_roofline"
@@ -201,7 +211,7 @@ class NaiveRooflineSystem:
         )
 
 
-class JaxRooflineSystem:
+class JaxRooflineSystem(_Readable):
     """A JAX library's roofline (XLA ``cost_analysis`` or ``jax.experimental.roofline``, adapters):
     ``flop_only = FLOPs / fp32 peak``, bound ``= max(FLOPs / peak, bytes / BW)`` from its own counts."""
 
@@ -320,7 +330,7 @@ def run(
 
 SYSTEMS: dict[str, Callable[[SOLARConfig], Any]] = {
     # every system bounds on the spec calibrated for the config (cpu_spec: once per process)
-    "solar": lambda c: SOLARSystem(cpu_spec(c), c.validate),
+    "solar": lambda c: SOLARSystem(cpu_spec(c), c.method.validate),
     "flopcounter_cpu": lambda c: FlopOnlySystem(
         "flopcounter_cpu", lambda model, inputs: flop_counter_flops(model, inputs, "cpu"), cpu_spec(c)
     ),
@@ -336,7 +346,7 @@ SYSTEMS: dict[str, Callable[[SOLARConfig], Any]] = {
         cpu_spec(c),
         (("absl", "jax.experimental.roofline imports absl: pip install absl-py"),),
     ),
-    # negative controls. A bound that claims control_overclaim x ours must be caught as violated (so the
+    # negative controls. A bound that claims control_overclaim (100) x ours must be caught as violated (so the
     # validity claims could fail) and never count as tighter; the same bound without validation (it does
     # not change the bound) keeps the control cheap.
     "overclaimed_bound": lambda c: SOLARSystem(
