@@ -116,7 +116,8 @@ class NoveltyUCTPolicy:
                 total = sum(counts.values())
                 reward[i] = sum(k / total / math.sqrt(1 + graph.visits[o]) for o, k in counts.items())
         score = reward + ex.config.c_puct * np.sqrt(np.log(n.sum() + 1.0) / (1.0 + n))
-        return Act(actions[int(np.argmax(score))])
+        best = np.flatnonzero(score >= score.max() - 1e-12)  # ties: uniformly at random (seeded)
+        return Act(actions[int(best[0] if len(best) == 1 else ex.rng.choice(best))])
 
     def restart(self, ex: Explorer) -> Replay:
         return Replay(None)

@@ -1,6 +1,7 @@
 """StateGraph: the persistent, deduplicated state graph in one SQLite file (WAL, schema version).
 
-Tables: ``meta`` (format name, schema version), ``states`` (dedup key, app, window, element count, role
+Tables: ``meta`` (format name, schema version), ``aliases`` (near-duplicate variants merged into a state),
+``states`` (dedup key, app, window, element count, role
 counts, tree JSON, tokens, MinHash, screenshot, visits, ground truth when a synthetic world gives it),
 ``actions`` (the action signatures a state offers), ``transitions`` (state, action signature, next state,
 history, count) and ``observations`` (every screen seen, with the state it deduplicated to). The graph
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS transitions(
   src INTEGER, signature TEXT, dst INTEGER, history TEXT, count INTEGER,
   PRIMARY KEY(src, signature, dst, history));
 CREATE TABLE IF NOT EXISTS observations(id INTEGER PRIMARY KEY, state INTEGER, worker TEXT, truth TEXT);
+CREATE TABLE IF NOT EXISTS aliases(key TEXT PRIMARY KEY, state INTEGER, tokens TEXT);
 """
 
 
@@ -129,6 +131,9 @@ class StateGraph:
             self.outcomes[(src, sig)][dst] += count
             self.histories[(src, sig)][history][dst] += count
         self.observations = self.conn.execute("SELECT count(*) FROM observations").fetchone()[0]
+        for key, state, tokens in self.conn.execute("SELECT key, state, tokens FROM aliases"):
+            self.keys[key] = state
+            self.index.add_exemplar(state, tokens.split())
         for state, truth in self.conn.execute("SELECT state, truth FROM observations WHERE truth != ''"):
             self.truth[state].append(json.loads(truth))
 
@@ -148,6 +153,10 @@ class StateGraph:
             if found:
                 state = found[0][0]
                 self.keys[key] = state
+                self.index.add_exemplar(state, tokens, signature)
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO aliases VALUES (?, ?, ?)", (key, state, " ".join(tokens))
+                )
         if state is None:
             is_new = True
             signature = self.index.minhash(tokens)

@@ -44,10 +44,13 @@ class ScreenIndex:
         self.conn = conn
         self.num_perm = num_perm
         self.query_terms = query_terms
+        self.max_exemplars = 8  # ours: variants kept per state for near-duplicate matching
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS screen_fts USING fts5(tokens)")
         self._perm = MinHash(num_perm=num_perm, seed=1, scheme="affine32").permutations
         self.lsh = MinHashLSH(threshold=lsh_threshold, num_perm=num_perm)
         self.sets: dict[int, frozenset[str]] = {}
+        self.exemplars: dict[tuple[int, int], frozenset[str]] = {}
+        self._exemplar_count: Counter[int] = Counter()
         self.doc_freq: Counter[str] = Counter()
 
     def minhash(self, tokens: Iterable[str]) -> MinHash:
@@ -66,14 +69,30 @@ class ScreenIndex:
         self.doc_freq.update(unique)
         return m
 
+    def add_exemplar(self, state: int, tokens: Sequence[str], signature: MinHash | None = None) -> None:
+        """Also match ``state`` by another observed variant (a screen merged into it as a near-duplicate),
+        so later variants are compared with every kept variant, not only the first (at most
+        ``max_exemplars`` per state)."""
+        n = self._exemplar_count[state]
+        if n >= self.max_exemplars:
+            return
+        self._exemplar_count[state] += 1
+        unique = frozenset(tokens)
+        m = signature if signature is not None else self.minhash(unique)
+        self.lsh.insert((state, n), m, check_duplication=False)
+        self.exemplars[(state, n)] = unique
+
     def near_duplicates(
         self, tokens: Iterable[str], threshold: float, signature: MinHash | None = None
     ) -> list[tuple[int, float]]:
         """Stored states with exact Jaccard >= ``threshold`` among the LSH candidates, best first."""
         unique = frozenset(tokens)
         m = signature if signature is not None else self.minhash(unique)
-        found = [(s, jaccard(unique, self.sets[s])) for s in self.lsh.query(m)]
-        return sorted(((s, j) for s, j in found if j >= threshold), key=lambda x: (-x[1], x[0]))
+        best: dict[int, float] = {}
+        for key in self.lsh.query(m):
+            state, other = (key, self.sets[key]) if isinstance(key, int) else (key[0], self.exemplars[key])
+            best[state] = max(best.get(state, 0.0), jaccard(unique, other))
+        return sorted(((s, j) for s, j in best.items() if j >= threshold), key=lambda x: (-x[1], x[0]))
 
     def query_tokens(self, tokens: Iterable[str]) -> list[str]:
         """The ``query_terms`` rarest distinct tokens (ties broken by the token), the BM25 query."""

@@ -11,7 +11,8 @@ with ``d(o)`` the known-path distance from outcome ``o`` to the nearest state wi
 ``U(s, a)`` is the unresolved ambiguity (:mod:`.ambiguity`), ``P`` the proposal prior (:mod:`.prior`),
 ``N`` visit counts. When the best local ``Q`` is below the best *replay target* ``gamma^len(path(x))
 max_a Q(x, a)`` (a state with an untried action or unresolved ambiguity), the policy replay-starts there.
-Ties go to the first action in screen order, so runs are reproducible step for step.
+Ties are broken uniformly at random with the explorer's seeded generator (ours: screen order would
+favour the menu bar, a prior of its own), so runs are reproducible step for step.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class ScreenSearchPolicy:
             if target is not None and target != ex.state and value > q.max() + 1e-12:
                 return Replay(target)
         score = q + c.c_puct * prior * math.sqrt(n.sum() + 1.0) / (1.0 + n)
-        return Act(actions[int(np.argmax(score))])
+        best = np.flatnonzero(score >= score.max() - 1e-12)
+        return Act(actions[int(best[0] if len(best) == 1 else ex.rng.choice(best))])
 
     def best_target(self, ex: Explorer) -> tuple[int | None, float]:
         """The replay target maximising ``gamma^len(path) * max_a Q(x, a)`` (untried or ambiguous)."""
