@@ -25,22 +25,43 @@ ORACLE = {
 }
 
 
-def _item(family: str, seed: int, parallel: bool | None = None, n: int = 300, block: int = 128, inspector: bool = True, data: str | None = None) -> tuple:
+def _item(
+    family: str,
+    seed: int,
+    parallel: bool | None = None,
+    n: int = 300,
+    block: int = 128,
+    inspector: bool = True,
+    data: str | None = None,
+) -> tuple:
     program = generate_program(family, np.random.default_rng(seed), data=data, name=f"{family}_{seed}")
     function = parse_function(program.source)
     truly = program.label == 1 or program.strategy == "atomic"
-    plan = LoopPlan(0, truly if parallel is None else parallel, ORACLE[program.strategy] if parallel is None else ["map"], inspector)
-    return program, VerifyItem(program.source, translate_function(function, [plan], block), program.args, n, (11, 12))
+    plan = LoopPlan(
+        0,
+        truly if parallel is None else parallel,
+        ORACLE[program.strategy] if parallel is None else ["map"],
+        inspector,
+    )
+    return program, VerifyItem(
+        program.source, translate_function(function, [plan], block), program.args, n, (11, 12)
+    )
 
 
 def test_every_family_with_its_strategy_matches_the_serial_loop() -> None:
     items = [_item(f, 1)[1] for f in FAMILIES] + [_item(f, 2)[1] for f in FAMILIES]
     results = verify_on_cpu(items)
-    assert all(r["matches"] for r in results), [(i.translation.function, r) for i, r in zip(items, results, strict=True) if not r["matches"]]
+    assert all(r["matches"] for r in results), [
+        (i.translation.function, r) for i, r in zip(items, results, strict=True) if not r["matches"]
+    ]
 
 
 @settings(max_examples=5, deadline=None)
-@given(st.sampled_from(["map", "reduction", "stencil", "indirect_update"]), st.integers(1, 700), st.sampled_from([1, 2, 32, 64, 256]))
+@given(
+    st.sampled_from(["map", "reduction", "stencil", "indirect_update"]),
+    st.integers(1, 700),
+    st.sampled_from([1, 2, 32, 64, 256]),
+)
 def test_shim_runs_kernels_equal_to_the_serial_loop_for_any_split(family: str, n: int, block: int) -> None:
     _, item = _item(family, 3, n=n, block=block)
     assert verify_on_cpu([item])[0]["matches"]
@@ -84,7 +105,9 @@ def test_overlapping_arguments_share_one_device_buffer() -> None:
 
 
 def test_a_loop_that_cannot_be_mapped_is_never_emitted() -> None:
-    source = "void f(int n, float *a) {\n  for (int i = 0; i < n; i++) { if (a[i] < 0) break; a[i] = 1; }\n}\n"
+    source = (
+        "void f(int n, float *a) {\n  for (int i = 0; i < n; i++) { if (a[i] < 0) break; a[i] = 1; }\n}\n"
+    )
     result = translate_function(parse_function(source), [LoopPlan(0, True, ["map"])])
     assert not result.ok and result.source == "" and "break" in result.unsupported[0]
     calls = "void g(int n, float *a) { for (int i = 0; i < n; i++) a[i] = helper(a[i]); }"
@@ -94,6 +117,11 @@ def test_a_loop_that_cannot_be_mapped_is_never_emitted() -> None:
 @pytest.mark.skipif(not nvcc_available(), reason="nvcc is not installed")
 def test_emitted_sources_compile_with_nvcc() -> None:
     sources = [_item(f, 9)[1].translation.source for f in FAMILIES]
-    sources += [_item(f, 9, parallel=True)[1].translation.source for f in ("indirect_store", "indirect_update", "alias")]
+    sources += [
+        _item(f, 9, parallel=True)[1].translation.source
+        for f in ("indirect_store", "indirect_update", "alias")
+    ]
     assert all(nvcc_compile(sources))
-    assert nvcc_compile(["#include \"stparopt_cuda.h\"\n#endif\n__global__ void k(int *x) { x[0] = undeclared; }\n"]) == [False]
+    assert nvcc_compile(
+        ['#include "stparopt_cuda.h"\n#endif\n__global__ void k(int *x) { x[0] = undeclared; }\n']
+    ) == [False]

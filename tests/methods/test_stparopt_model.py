@@ -12,7 +12,14 @@ from neurips26.methods.stparopt import pipeline
 from neurips26.methods.stparopt.config import STParOptConfig
 from neurips26.methods.stparopt.dataset import build_loopset
 from neurips26.methods.stparopt.experiment import expected_calibration_error
-from neurips26.methods.stparopt.model import STParOptModel, StaticGNN, entropy, entropy_gate, fit_stparopt, make_batch
+from neurips26.methods.stparopt.model import (
+    StaticGNN,
+    STParOptModel,
+    entropy,
+    entropy_gate,
+    fit_stparopt,
+    make_batch,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is needed to profile")
 

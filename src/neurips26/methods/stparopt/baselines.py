@@ -101,7 +101,8 @@ def polly(sources: list[str], functions: list[str]) -> tuple[list[int], float]:
     )
     if clang is None or opt is None:
         raise RuntimeError(
-            "clang-14/opt-14 are missing: the Polly baseline is unavailable (apt-get install clang-14 llvm-14)"
+            "clang-14/opt-14 are missing: the Polly baseline is unavailable "
+            "(apt-get install clang-14 llvm-14)"
         )
     text, _ = _batch_file(sources)
 

@@ -52,7 +52,8 @@ def _train(args: argparse.Namespace) -> int:
     )
     save_model(model, args.out)
     print(
-        f"wrote {args.out} ({args.programs} programs, {args.epochs} epochs, label mismatches {data.label_mismatches})"
+        f"wrote {args.out} ({args.programs} programs, {args.epochs} epochs, "
+        f"label mismatches {data.label_mismatches})"
     )
     return 0
 
@@ -97,7 +98,8 @@ def main(args: argparse.Namespace) -> int:
         for r in reports:
             verdict = "parallel" if r.parallel else "serial"
             print(
-                f"{r.function} loop {r.loop} (line {r.line}): {verdict} p={r.p_parallel:.3f} H_s={r.entropy:.3f} "
+                f"{r.function} loop {r.loop} (line {r.line}): {verdict} p={r.p_parallel:.3f} "
+                f"H_s={r.entropy:.3f} "
                 f"profiled={'yes' if r.profiled else 'no'} strategies={','.join(r.strategies)}"
                 + (f" unsupported: {r.unsupported}" if r.unsupported else "")
             )

@@ -127,7 +127,7 @@ class _Emitter:
     def kernel_params(self, loop: Loop) -> tuple[list[str], list[str]]:
         """(kernel parameter declarations, the launcher's arguments for them)."""
         decls, args = [], []
-        for k, p in enumerate(self.f.params):
+        for p in self.f.params:
             decls.append(p.declaration().replace("restrict ", "__restrict__ "))
             args.append(
                 f"({'const ' if p.const else ''}{p.ctype} *)stp_dev[{self.pointer_slot(p.name)}]"
@@ -210,9 +210,11 @@ class _Emitter:
             span = kmax - kmin
             lines += [
                 f"  __shared__ {ctype} stp_tile_{base}[STP_BLOCK + {span}];",
-                f"  for (long stp_j = threadIdx.x; stp_j < (long)blockDim.x + {span}; stp_j += blockDim.x) {{",
+                f"  for (long stp_j = threadIdx.x; stp_j < (long)blockDim.x + {span};"
+                " stp_j += blockDim.x) {",
                 f"    long stp_g = (long)blockIdx.x * blockDim.x + stp_j + ({kmin});",
-                f"    if (stp_g - ({kmin}) < stp_count + {span}) stp_tile_{base}[stp_j] = {base}[({loop.lower}) + stp_g];",
+                f"    if (stp_g - ({kmin}) < stp_count + {span})"
+                f" stp_tile_{base}[stp_j] = {base}[({loop.lower}) + stp_g];",
                 "  }",
                 "  __syncthreads();",
             ]
@@ -310,7 +312,8 @@ def translate_function(function: CFunction, plans: list[LoopPlan], block_size: i
         f"  void *stp_host[{count}] = {{{', '.join(f'(void *){p.name}' for p in pointers) or '0'}}};"
     )
     launcher_lines.append(
-        f"  size_t stp_bytes[{count}] = {{{', '.join(f'(size_t){p.name}_len * sizeof(*{p.name})' for p in pointers) or '0'}}};"
+        f"  size_t stp_bytes[{count}] = "
+        f"{{{', '.join(f'(size_t){p.name}_len * sizeof(*{p.name})' for p in pointers) or '0'}}};"
     )
     launcher_lines += [
         f"  void *stp_dev[{count}];",
@@ -319,7 +322,10 @@ def translate_function(function: CFunction, plans: list[LoopPlan], block_size: i
     ]
     launcher_lines += host
     launcher_lines += ["  STP_CHECK(cudaDeviceSynchronize());", "  stp_unmap_buffers(&stp_map);", "}"]
-    header = f'#include "stparopt_cuda.h"\n#include <math.h>\n#ifndef STP_BLOCK\n#define STP_BLOCK {block_size}\n#endif\n'
+    header = (
+        f'#include "stparopt_cuda.h"\n#include <math.h>\n#ifndef STP_BLOCK\n#define STP_BLOCK {block_size}\n'
+        "#endif\n"
+    )
     result.source = header + "\n\n".join(emitter.kernels) + "\n\n" + "\n".join(launcher_lines) + "\n"
     return result
 
@@ -349,6 +355,7 @@ def _emit_loop(emitter: _Emitter, loop: Loop, plan: LoopPlan, result: CudaTransl
         return "\n".join(lines)
     strategies = [s for s in plan.strategies if s != "serial"] or ["map"]
     parallel = f"{stem}_parallel"
+    grid = "(stp_count + STP_BLOCK - 1) / STP_BLOCK"
     emitter.kernels.append(emitter.parallel_kernel(loop, parallel, strategies))
     result.kernels += [parallel, serial]
     bases, needs_alias, problems = _hazards(loop, f)
@@ -369,9 +376,7 @@ def _emit_loop(emitter: _Emitter, loop: Loop, plan: LoopPlan, result: CudaTransl
             atomic = f"{stem}_atomic"
             emitter.kernels.append(emitter.parallel_kernel(loop, atomic, [*strategies, "atomic"]))
             result.kernels.append(atomic)
-            lines.append(
-                f"    if (stp_mode == 1) STP_LAUNCH({atomic}, (stp_count + STP_BLOCK - 1) / STP_BLOCK, STP_BLOCK, {launch_args});"
-            )
+            lines.append(f"    if (stp_mode == 1) STP_LAUNCH({atomic}, {grid}, STP_BLOCK, {launch_args});")
         elif "atomic" in strategies:
             lines.append(
                 "    if (stp_mode == 1) stp_mode = 0;  /* the parallel kernel already uses atomics */"
@@ -379,7 +384,7 @@ def _emit_loop(emitter: _Emitter, loop: Loop, plan: LoopPlan, result: CudaTransl
         else:
             lines.append("    if (stp_mode == 1) stp_mode = 2;")
     lines.append(
-        f"    if (stp_mode == 0 && stp_count > 0) STP_LAUNCH({parallel}, (stp_count + STP_BLOCK - 1) / STP_BLOCK, STP_BLOCK, {launch_args});"
+        f"    if (stp_mode == 0 && stp_count > 0) STP_LAUNCH({parallel}, {grid}, STP_BLOCK, {launch_args});"
     )
     lines.append(f"    if (stp_mode == 2 && stp_count > 0) STP_LAUNCH({serial}, 1, 1, {launch_args});")
     lines.append("  }")
@@ -394,19 +399,22 @@ def _inspector_lines(loop: Loop, f: CFunction, bases: list[str], needs_alias: bo
         sites = [s for s in loop.sites if s.base == base]
         lines += [
             "    {  /* inspector: exact conflict check of the indirect accesses on the actual input */",
-            f"      stp_touch_t *stp_touch = (stp_touch_t *)malloc(sizeof(stp_touch_t) * (size_t)(stp_count > 0 ? stp_count : 1) * {len(sites)});",
+            "      stp_touch_t *stp_touch = (stp_touch_t *)malloc(sizeof(stp_touch_t) *"
+            f" (size_t)(stp_count > 0 ? stp_count : 1) * {len(sites)});",
             "      long stp_nt = 0;",
             "      for (long stp_t = 0; stp_t < stp_count; stp_t++) {",
             f"        {var_type} {loop.var} = ({loop.lower}) + ({var_type})stp_t * {loop.step};",
         ]
         for site in sites:
             lines.append(
-                f"        stp_touch[stp_nt].address = (long)({site.index_text}); stp_touch[stp_nt].iteration = stp_t; "
+                f"        stp_touch[stp_nt].address = (long)({site.index_text});"
+                " stp_touch[stp_nt].iteration = stp_t; "
                 f"stp_touch[stp_nt].kind = {kinds[site.kind]}; stp_nt++;"
             )
         lines += [
             "      }",
-            "      { int stp_v = stp_inspect_conflicts(stp_touch, stp_nt); if (stp_v > stp_mode) stp_mode = stp_v; }",
+            "      { int stp_v = stp_inspect_conflicts(stp_touch, stp_nt);"
+            " if (stp_v > stp_mode) stp_mode = stp_v; }",
             "      free(stp_touch);",
             "    }",
         ]

@@ -20,7 +20,35 @@ from typing import Any
 ACCESS_TYPES = ("subscript_expression", "pointer_expression", "field_expression")
 COMMUTATIVE_OPS = ("+=", "-=")
 MATH_CALLS = frozenset(
-    ["sqrtf", "sqrt", "fabsf", "fabs", "expf", "exp", "logf", "log", "sinf", "sin", "cosf", "cos", "fminf", "fmin", "fmaxf", "fmax", "powf", "pow", "floorf", "floor", "ceilf", "ceil", "tanhf", "tanh", "abs", "min", "max"]
+    [
+        "sqrtf",
+        "sqrt",
+        "fabsf",
+        "fabs",
+        "expf",
+        "exp",
+        "logf",
+        "log",
+        "sinf",
+        "sin",
+        "cosf",
+        "cos",
+        "fminf",
+        "fmin",
+        "fmaxf",
+        "fmax",
+        "powf",
+        "pow",
+        "floorf",
+        "floor",
+        "ceilf",
+        "ceil",
+        "tanhf",
+        "tanh",
+        "abs",
+        "min",
+        "max",
+    ]
 )
 
 

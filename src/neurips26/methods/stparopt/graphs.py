@@ -3,8 +3,9 @@
 Graph (Graph2Par-style augmented AST, ours in detail): one node per named tree-sitter node of the loop;
 identifiers are typed by role (loop variable, pointer, read-only / private / carried / reduction
 scalar); operators are folded into their expression's type. Relations: 0 child->parent, 1
-parent->child, 2 next statement (control flow), 3 def-use of a variable (including the loop-carried
-back edge from the last write to the first read), 4 accesses of the same base array.
+parent->child, 2 next statement (control flow), 3 def-use (each read from its reaching write, and
+the loop-carried back edge from the last write to a read before the first write), 4 consecutive
+accesses of the same base array. Every relation is linear in the nodes.
 
 Tokens: one per access site, from a :class:`~neurips26.methods.stparopt.profiler.LoopProfile`: kind
 fractions, the stride histogram (0, +1, -1, constant, irregular), address span per trip, the
@@ -14,6 +15,7 @@ distance. The exact dependence verdict is never a feature (counts are sampled, o
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any
@@ -24,8 +26,61 @@ from torch_geometric.data import Data
 from neurips26.methods.stparopt.frontend import ACCESS_TYPES, CFunction, Loop
 
 N_RELATIONS = 5
-_TYPES = ["for_statement", "compound_statement", "expression_statement", "declaration", "init_declarator", "primitive_type", "type_qualifier", "if_statement", "else_clause", "parenthesized_expression", "call_expression", "argument_list", "unary_expression", "cast_expression", "type_descriptor", "conditional_expression", "while_statement", "field_identifier", "number_literal", "subscript_expression", "field_expression", "pointer_declarator", "sized_type_specifier", "comma_expression", "condition_clause"]
-_OPS = ["=", "+=", "-=", "*=", "/=", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "++", "--", "!", "&", "|", "^", "<<", ">>"]
+_TYPES = [
+    "for_statement",
+    "compound_statement",
+    "expression_statement",
+    "declaration",
+    "init_declarator",
+    "primitive_type",
+    "type_qualifier",
+    "if_statement",
+    "else_clause",
+    "parenthesized_expression",
+    "call_expression",
+    "argument_list",
+    "unary_expression",
+    "cast_expression",
+    "type_descriptor",
+    "conditional_expression",
+    "while_statement",
+    "field_identifier",
+    "number_literal",
+    "subscript_expression",
+    "field_expression",
+    "pointer_declarator",
+    "sized_type_specifier",
+    "comma_expression",
+    "condition_clause",
+]
+_OPS = [
+    "=",
+    "+=",
+    "-=",
+    "*=",
+    "/=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "==",
+    "!=",
+    "&&",
+    "||",
+    "++",
+    "--",
+    "!",
+    "&",
+    "|",
+    "^",
+    "<<",
+    ">>",
+]
 _ROLES = ("loopvar", "pointer", "read_only", "private", "carried", "reduction", "local", "other")
 VOCAB: dict[str, int] = {
     name: k
@@ -118,31 +173,30 @@ def loop_graph(function: CFunction, loop: Loop) -> Data:
         if node.type == "identifier":
             parent = node.parent
             written = (
-                (parent.type in ("assignment_expression", "update_expression")
+                parent.type in ("assignment_expression", "update_expression")
                 and (
                     parent.child_by_field_name("left") is None
                     or parent.child_by_field_name("left").id == node.id
-                ))
-                or parent.type == "init_declarator"
-            )
+                )
+            ) or parent.type == "init_declarator"
             occurrences.setdefault(node.text.decode(), []).append((k, written))
-    for uses in occurrences.values():
+    for uses in occurrences.values():  # reaching definitions: each read from the latest write (linear)
+        last_write = None
+        for k, written in uses:
+            if written:
+                last_write = k
+            elif last_write is not None:
+                edges.append((last_write, k, 3))
         writes = [k for k, w in uses if w]
         reads = [k for k, w in uses if not w]
-        for w in writes:
-            for r in reads:
-                if r > w:
-                    edges.append((w, r, 3))
-        if writes and reads:
-            edges.append((writes[-1], reads[0], 3))
+        if writes and reads and reads[0] < writes[0]:
+            edges.append((writes[-1], reads[0], 3))  # the loop-carried back edge
     by_base: dict[str, list[int]] = {}
     for site in loop.sites:
         by_base.setdefault(site.base, []).append(site_node[site.site])
-    for members in by_base.values():
-        for a in members:
-            for b in members:
-                if a != b:
-                    edges.append((a, b, 4))
+    for members in by_base.values():  # accesses of one array, chained in source order (linear)
+        for a, b in itertools.pairwise(members):
+            edges += [(a, b, 4), (b, a, 4)]
     x = torch.tensor([VOCAB.get(_label(n, loop, function), 0) for n, _ in nodes], dtype=torch.long)
     feat = torch.zeros(len(nodes), N_NODE_FEATURES)
     site_by_node = {site_node[s.site]: s for s in loop.sites}
@@ -182,7 +236,7 @@ def site_tokens(loop: Loop, profile: Any | None) -> torch.Tensor:
         strides = max(sum(stats["hist"]), 1)
         for k in range(5):
             row[4 + k] = stats["hist"][k] / strides
-        trips = max(profile.trips, 1.0)
+        trips = max(getattr(profile, "observed", profile.trips), 1.0)  # iterations actually traced
         row[9] = math.log1p(stats["span"] / profile.runs / trips)
         row[10] = stats["distinct"] / max(stats["sample"], 1)
         row[12] = math.log1p(profile.raw / trips / profile.runs)

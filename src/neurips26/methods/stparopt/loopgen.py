@@ -61,7 +61,8 @@ def _expr(rng: np.random.Generator, reads: list[str]) -> str:
 def _wrap(name: str, params: list[str], body: list[str], pre: list[str] | None = None, var: str = "i") -> str:
     inner = "\n".join(f"    {line}" for line in body)
     before = "".join(f"  {line}\n" for line in (pre or []))
-    return f"void {name}({', '.join(params)}) {{\n{before}  for (int {var} = 0; {var} < n; {var}++) {{\n{inner}\n  }}\n}}\n"
+    head = f"void {name}({', '.join(params)}) {{\n{before}"
+    return f"{head}  for (int {var} = 0; {var} < n; {var}++) {{\n{inner}\n  }}\n}}\n"
 
 
 def _maybe_extra(
@@ -102,7 +103,8 @@ def generate_program(
         params += [f"float *{a}", f"const float *{b}"]
         args += [ArgSpec(a, "float", "array"), ArgSpec(b, "float", "array", pad=width)]
         body.append(
-            f"{a}[{var}] = {_expr(rng, [f'{b}[{var} + {k}]' if k else f'{b}[{var}]' for k in range(width + 1)])};"
+            f"{a}[{var}] = "
+            f"{_expr(rng, [f'{b}[{var} + {k}]' if k else f'{b}[{var}]' for k in range(width + 1)])};"
         )
         strategy = "tile"
     elif family == "stencil_inplace":
@@ -194,7 +196,7 @@ def generate_program(
             ]
         body.append(f"{a}[{var}] = {_expr(rng, [f'{b}[{var}]'])};")
         label, strategy = (1, "map") if variant == "disjoint" else (0, "serial")
-    if family != "pointer_chase" and not args[-1].kind == "scalar":
+    if family != "pointer_chase" and args[-1].kind != "scalar":
         _maybe_extra(rng, names, var, args, params, body)
     source = _wrap(name, params, body, pre, var)
     return LoopProgram(family, FAMILY_GROUPS[family], source, name, args, label, strategy, variant)

@@ -154,7 +154,8 @@ def analyze(
         lines = pycparser_loops(source).get(parsed.name, [])
         if lines != [loop.line for loop in parsed.loops]:
             raise ValueError(
-                f"frontends disagree on the loops of {parsed.name!r}: pycparser {lines}, tree-sitter {[lp.line for lp in parsed.loops]}"
+                f"frontends disagree on the loops of {parsed.name!r}: pycparser {lines}, "
+                f"tree-sitter {[lp.line for lp in parsed.loops]}"
             )
     if args is None:
         args = default_args(parsed.params)

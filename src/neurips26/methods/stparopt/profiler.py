@@ -113,6 +113,7 @@ class LoopProfile:
     min_dist: float  # -1 when no dependence was seen
     sites: list[dict[str, Any]] = field(default_factory=list)
     runs: int = 1
+    observed: float = 0.0  # iterations traced (all up to STP_WARM, then bursts)
 
     @property
     def conflicts(self) -> float:
@@ -156,8 +157,10 @@ def build_batch(jobs: list[ProfileJob]) -> tuple[str, list[str]]:
             parts.append(instrument_loop(parsed, parsed.loops[job.loop], f"stp_fn{number}"))
             setup, call = argument_setup(job.args, "stp_n", "stp_seed")
             parts.append(
-                f"static void stp_run{number}(long stp_n, long stp_seed, const char *stp_key) {{\n{setup}\nstp_reset();\n"
-                f"stp_fn{number}({', '.join(call)});\nstp_dump(stdout, stp_key, {len(parsed.loops[job.loop].sites)});\n"
+                f"static void stp_run{number}(long stp_n, long stp_seed, const char *stp_key) {{\n"
+                f"{setup}\nstp_reset();\n"
+                f"stp_fn{number}({', '.join(call)});\n"
+                f"stp_dump(stdout, stp_key, {len(parsed.loops[job.loop].sites)});\n"
                 f"{argument_free(job.args)}\n}}"
             )
     dispatch = "\n".join(f"case {k}: stp_run{k}(n, seed, key); break;" for k in range(len(runners)))
@@ -242,6 +245,7 @@ def merge_records(records: list[dict[str, Any]]) -> LoopProfile:
         min_dist=float(min(dists)) if dists else -1.0,
         sites=sites,
         runs=len(records),
+        observed=sum(r["observed"] for r in records) / len(records),
     )
 
 

@@ -66,7 +66,8 @@ def validate_args(params: list, args: list[ArgSpec]) -> None:
     """
     if [p.name for p in params] != [a.name for a in args]:
         raise ValueError(
-            f"args {[a.name for a in args]} do not match the signature's parameters {[p.name for p in params]}"
+            f"args {[a.name for a in args]} do not match the signature's parameters "
+            f"{[p.name for p in params]}"
         )
     names = {a.name: a for a in args}
     for param, arg in zip(params, args, strict=True):

@@ -71,13 +71,16 @@ def build_check_program(items: list[VerifyItem], rtol: float = 1e-3) -> str:
             for a in item.args:
                 if a.is_buffer:
                     body.append(
-                        f"for (long q = 0; q < {a.name}_r_len; q++) {{ double x = (double){a.name}_r[q], y = (double){a.name}_c[q];"
+                        f"for (long q = 0; q < {a.name}_r_len; q++) {{"
+                        f" double x = (double){a.name}_r[q], y = (double){a.name}_c[q];"
                         " if (x == y || (isnan(x) && isnan(y))) continue; double d = fabs(x - y);"
-                        f" double s = {rtol} * (1.0 + fabs(x)); if (d > worst) worst = d; if (!(d <= s)) bad++; }}"
+                        f" double s = {rtol} * (1.0 + fabs(x)); if (d > worst) worst = d;"
+                        " if (!(d <= s)) bad++; }"
                     )
             body += [argument_free(item.args, "_r"), argument_free(item.args, "_c"), "}"]
         body.append(
-            f'printf("{{\\"case\\":{k},\\"bad\\":%d,\\"worst\\":%.6g}}\\n", bad, isfinite(worst) ? worst : 1e300); fflush(stdout);\n}}'
+            f'printf("{{\\"case\\":{k},\\"bad\\":%d,\\"worst\\":%.6g}}\\n",'
+            " bad, isfinite(worst) ? worst : 1e300); fflush(stdout);\n}"
         )
         cases.append("\n".join(body))
     parts.append(

@@ -31,18 +31,29 @@
 #ifndef STP_SHADOW
 #define STP_SHADOW 4096
 #endif
+#ifndef STP_WARM
+#define STP_WARM 4096
+#endif
+#ifndef STP_BURST_LOG
+#define STP_BURST_LOG 8
+#endif
+#ifndef STP_GAP_LOG
+#define STP_GAP_LOG 5
+#endif
 
 #ifdef STP_PLAIN
 #define STP_ACC(site, kind, ptr) (ptr)
 #define STP_ITER() ((void)0)
 #else
-#define STP_ACC(site, kind, ptr)                                        \
-  ({                                                                   \
-    __typeof__(ptr) stp_p_ = (ptr);                                    \
-    stp_record((site), (kind), (uintptr_t)stp_p_, sizeof(*stp_p_));    \
-    stp_p_;                                                            \
+#define STP_ACC(site, kind, ptr)                                                     \
+  ({                                                                                \
+    __typeof__(ptr) stp_p_ = (ptr);                                                 \
+    if (__builtin_expect(stp_on, 0)) stp_record((site), (kind), (uintptr_t)stp_p_, sizeof(*stp_p_)); \
+    stp_p_;                                                                         \
   })
-#define STP_ITER() (stp_iter++)
+/* Bursty tracing: every iteration up to STP_WARM, then bursts of 2^STP_BURST_LOG iterations, one in
+ * 2^STP_GAP_LOG: the run costs a branch per access outside bursts. */
+#define STP_ITER() (stp_iter++, stp_on = stp_exhaustive || stp_iter <= STP_WARM || ((stp_iter >> STP_BURST_LOG) & ((1L << STP_GAP_LOG) - 1)) == 0, stp_observed += stp_on)
 #endif
 
 typedef struct {
@@ -50,9 +61,9 @@ typedef struct {
   long hist[5]; /* zero, +1, -1, constant, irregular */
   uintptr_t prev, lo, hi;
   long prev_stride, elem;
-  int seen, have_stride;
+  int seen, have_stride, count_seen;
   long res[STP_RESERVOIR];
-  long res_n;
+  long res_n, prev_gap;
 } stp_site_t;
 
 typedef struct {
@@ -62,7 +73,8 @@ typedef struct {
 } stp_cell_t;
 
 static stp_site_t stp_sites[STP_MAX_SITES];
-static long stp_iter = 0;
+static long stp_iter = 0, stp_observed = 0;
+static int stp_on = 1;
 static stp_cell_t *stp_table = 0;
 static long stp_cap = 0, stp_used = 0;
 static uint64_t stp_threshold = UINT64_MAX, stp_rng = 0x9E3779B97F4A7C15ull;
@@ -82,7 +94,7 @@ static inline uint64_t stp_next_random(void) {
 
 static void stp_reset(void) {
   memset(stp_sites, 0, sizeof(stp_sites));
-  stp_iter = 0; stp_used = 0; stp_threshold = UINT64_MAX; stp_min_dist = -1; stp_dropped = 0;
+  stp_iter = 0; stp_observed = 0; stp_on = 1; stp_used = 0; stp_threshold = UINT64_MAX; stp_min_dist = -1; stp_dropped = 0;
   stp_dep[0] = stp_dep[1] = stp_dep[2] = 0;
   if (stp_table && stp_cap != STP_SHADOW * 2) { free(stp_table); stp_table = 0; }
   if (!stp_table) { stp_cap = STP_SHADOW * 2; stp_table = (stp_cell_t *)calloc(stp_cap, sizeof(stp_cell_t)); }
@@ -144,6 +156,7 @@ static void stp_shadow(int kind, uintptr_t addr) {
 static void stp_record(int site, int kind, uintptr_t addr, long elem) {
   stp_site_t *s = &stp_sites[site];
   s->count++; s->kinds[kind]++; s->elem = elem;
+  if (s->seen && s->prev_gap != stp_iter - stp_observed) { s->have_stride = 0; s->seen = 0; } /* a gap between bursts */
   if (s->seen) {
     long stride = ((long)addr - (long)s->prev) / (elem ? elem : 1);
     int bucket = stride == 0 ? 0 : stride == 1 ? 1 : stride == -1 ? 2 : (!s->have_stride || stride == s->prev_stride) ? 3 : 4;
@@ -152,9 +165,12 @@ static void stp_record(int site, int kind, uintptr_t addr, long elem) {
     if (addr < s->lo) s->lo = addr;
     if (addr > s->hi) s->hi = addr;
   } else {
-    s->seen = 1; s->lo = s->hi = addr;
+    if (!s->count_seen) { s->lo = s->hi = addr; s->count_seen = 1; }
+    if (addr < s->lo) s->lo = addr;
+    if (addr > s->hi) s->hi = addr;
+    s->seen = 1;
   }
-  s->prev = addr;
+  s->prev = addr; s->prev_gap = stp_iter - stp_observed;
   if (s->res_n < STP_RESERVOIR) s->res[s->res_n] = (long)addr;
   else { long j = (long)(stp_next_random() % (uint64_t)(s->res_n + 1)); if (j < STP_RESERVOIR) s->res[j] = (long)addr; }
   s->res_n++;
@@ -167,8 +183,8 @@ static void stp_dump(FILE *out, const char *loop_id, int n_sites) {
   stp_dep[0] = stp_dep[1] = stp_dep[2] = 0; /* counts of the addresses still in the sample */
   for (long i = 0; i < stp_cap; i++)
     if (stp_table[i].addr) { stp_dep[0] += stp_table[i].dep[0]; stp_dep[1] += stp_table[i].dep[1]; stp_dep[2] += stp_table[i].dep[2]; }
-  fprintf(out, "{\"loop\":\"%s\",\"trips\":%ld,\"rate\":%.9g,\"raw\":%ld,\"war\":%ld,\"waw\":%ld,\"min_dist\":%ld,\"sites\":[",
-          loop_id, stp_iter, rate, stp_dep[0], stp_dep[1], stp_dep[2], stp_min_dist);
+  fprintf(out, "{\"loop\":\"%s\",\"observed\":%ld,\"trips\":%ld,\"rate\":%.9g,\"raw\":%ld,\"war\":%ld,\"waw\":%ld,\"min_dist\":%ld,\"sites\":[",
+          loop_id, stp_observed, stp_iter, rate, stp_dep[0], stp_dep[1], stp_dep[2], stp_min_dist);
   for (int i = 0; i < n_sites; i++) {
     stp_site_t *s = &stp_sites[i];
     long m = s->res_n < STP_RESERVOIR ? s->res_n : STP_RESERVOIR, distinct = 0;
