@@ -24,7 +24,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "flower": ("flwr",),
     "control": ("gymnasium", "stable_baselines3", "casadi", "cvxpy", "osqp", "shapely"),  # srlmpc
     "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
-    "code": ("pycparser", "rank_bm25"),
+    "code": ("tree_sitter", "tree_sitter_c", "pycparser", "pycparser_fake_libc", "torch_geometric"),  # stparopt
     "agent": ("networkx", "datasketch"),
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml", "pydantic", "fvcore"),
@@ -200,10 +200,13 @@ METHODS: tuple[MethodSpec, ...] = (
     ),
     _M(
         "stparopt",
-        "Serial-to-parallel C to CUDA migration",
+        "STParOpt: uncertainty-aware C-to-CUDA parallelisation with execution stride features",
         "code",
-        "pipeline",
-        "Observation-aware migration produces more correct, faster CUDA.",
+        "analyze() / translate()",
+        "Fusing execution stride evidence when the static branch is uncertain beats compiler and "
+        "static-only parallelism detection and yields more correct CUDA.",
+        extras=("code",),
+        experiment="neurips26.methods.stparopt.experiment:EXPERIMENT",
     ),
     _M(
         "star",
@@ -278,5 +281,6 @@ TOOLS: dict[str, tuple[str, str]] = {
     ),
     "srlmpc": ("neurips26.methods.srlmpc.cli", "SRL-MPC: grid-tune constants, train the PPO tuner and PPO"),
     "styleroute": ("neurips26.methods.styleroute.cli", "single-image diffusion priors: train-prior, priors"),
+    "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> parallelism verdicts and CUDA: analyze, translate, train"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }
