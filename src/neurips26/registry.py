@@ -281,6 +281,6 @@ TOOLS: dict[str, tuple[str, str]] = {
     ),
     "srlmpc": ("neurips26.methods.srlmpc.cli", "SRL-MPC: grid-tune constants, train the PPO tuner and PPO"),
     "styleroute": ("neurips26.methods.styleroute.cli", "single-image diffusion priors: train-prior, priors"),
-    "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> parallelism verdicts and CUDA: analyze, translate, train"),
+    "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> verdicts and CUDA: analyze, translate, train"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }
