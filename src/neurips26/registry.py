@@ -24,7 +24,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "flower": ("flwr",),
     "control": ("gymnasium", "stable_baselines3", "casadi", "cvxpy", "osqp", "shapely"),  # srlmpc
     "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
-    "code": ("tree_sitter", "tree_sitter_c", "pycparser", "pycparser_fake_libc", "torch_geometric"),  # stparopt
+    "code": ("tree_sitter", "tree_sitter_c", "pycparser", "pycparser_fake_libc", "torch_geometric"),
     "agent": ("networkx", "datasketch"),
     "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
     "sol": ("yaml", "pydantic", "fvcore"),
