@@ -1,8 +1,8 @@
 """Calibrate the six SAST targets once: MiniCLIP zero-shot top-1 per difficulty level (issue #27).
 
-Run before any SAST tuning; the chosen levels are frozen in ``neurips26.data.clip_targets.CALIBRATED``
-(the first level, from easiest, whose zero-shot accuracy is within 25-70 %). Writes the table to
-``src/neurips26/zoo/checkpoints/mini-clip/calibration.json`` and prints it as Markdown.
+Run before any SAST tuning. Writes the table and the chosen levels (the easiest level whose zero-shot
+accuracy is within 25-70 % and at least 1.5x chance) to the committed
+``src/neurips26/zoo/checkpoints/mini-clip/calibration.json``, which ``make_target`` reads; prints Markdown.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/sast_calibrate.py
 """
@@ -33,14 +33,19 @@ def main() -> None:
             with torch.no_grad():
                 pred = classifier(torch.from_numpy(data.images)).argmax(1).numpy()
             table[name][str(level)] = float((pred == data.labels).mean())
-        chosen = next((lv for lv in LEVELS if 0.25 <= table[name][str(lv)] <= 0.70), None)
-        table[name]["chosen"] = chosen if chosen is not None else float("nan")
+        chance = 1.0 / len(spec.class_names)
+        fits = [lv for lv in LEVELS if max(0.25, 1.5 * chance) <= table[name][str(lv)] <= 0.70]
+        # the easiest level in the band (at least 1.5x chance); else the level closest to the band
+        distance = {lv: max(0.25 - table[name][str(lv)], table[name][str(lv)] - 0.70, 0.0) for lv in LEVELS}
+        table[name]["chosen"] = fits[0] if fits else min(LEVELS, key=lambda lv: (distance[lv], lv))
+        table[name]["in_band"] = bool(fits)
     (CHECKPOINT_DIR / "calibration.json").write_text(json.dumps(table, indent=2) + "\n")
     print("| target | knob | " + " | ".join(f"d={lv}" for lv in LEVELS) + " | chosen |")
     print("|---|---|" + "---|" * (len(LEVELS) + 1))
     for name, row in table.items():
         cells = " | ".join(f"{row[str(lv)]:.2f}" for lv in LEVELS)
-        print(f"| {name} | {TARGETS[name].knob} | {cells} | {row['chosen']} |")
+        band = "" if row["in_band"] else " (no level in band)"
+        print(f"| {name} | {TARGETS[name].knob} | {cells} | {row['chosen']}{band} |")
 
 
 if __name__ == "__main__":

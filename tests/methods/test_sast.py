@@ -5,18 +5,14 @@ Everything runs on the in-code toy backbone of ``sast_toys`` (no MiniLM, no chec
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.nn import functional as F
-
-sys.path.insert(0, str(Path(__file__).parent))
 from sast_toys import ToyBackbone, toy_task
+from torch.nn import functional as F
 
 from neurips26.methods.sast import (
     CPL,

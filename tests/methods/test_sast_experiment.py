@@ -40,7 +40,7 @@ def test_experiment_cell_reports_every_metric(setting) -> None:
 
 
 def test_premise_auc_sees_flips_that_follow_disagreement() -> None:
-    from neurips26.methods.sast.experiment import premise_auc
+    from neurips26.methods.sast.experiment import anchor_cluster_disagreement, premise_auc
 
     generator = torch.Generator().manual_seed(0)
     centres = torch.eye(3, 8) * 4
@@ -48,9 +48,10 @@ def test_premise_auc_sees_flips_that_follow_disagreement() -> None:
     raw = centres[labels] + 0.3 * torch.randn(90, 8, generator=generator)
     zero_shot = labels.clone()
     zero_shot[::5] = (labels[::5] + 1) % 3  # every fifth sample's text anchor disagrees with its cluster
-    flips_follow = (zero_shot != labels).long() * 3
-    assert premise_auc(raw, zero_shot, flips_follow, 3, seed=0) == 1.0
-    assert premise_auc(raw, zero_shot, torch.zeros(90, dtype=torch.long), 3, seed=0) == 0.5
+    disagree = anchor_cluster_disagreement(raw, zero_shot, 3, seed=0)
+    assert torch.equal(disagree, zero_shot != labels)
+    assert premise_auc(disagree, disagree.long() * 3) == 1.0
+    assert premise_auc(disagree, torch.zeros(90, dtype=torch.long)) == 0.5
 
 
 @pytest.mark.skipif(not (README.is_file() and _checkpoint()), reason="README or checkpoint missing")

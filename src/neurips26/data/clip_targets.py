@@ -11,14 +11,17 @@ pretraining captions of :mod:`neurips26.data.glyph_world`):
 6. ``textures_real``: crops of skimage's real brick, grass, gravel and printed-text images.
 
 ``difficulty`` (one knob per target, in [0, 1]) was calibrated once on the committed MiniCLIP before any
-SAST tuning so that zero-shot top-1 lies in 25-70 %, then frozen in ``CALIBRATED`` (the calibration
-table is in the method README; ``benchmarks/sast_calibrate.py`` reproduces it).
+SAST tuning so that zero-shot top-1 lies in 25-70 %, then frozen in the committed
+``zoo/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast_calibrate.py`` wrote it; the table is in
+the method README).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -32,7 +35,7 @@ from neurips26.data.glyph_world import (
     train_fonts,
 )
 
-__all__ = ["CALIBRATED", "TARGETS", "TargetData", "TargetSpec", "make_target"]
+__all__ = ["CALIBRATION_FILE", "TARGETS", "TargetData", "TargetSpec", "calibrated_levels", "make_target"]
 
 
 @dataclass(frozen=True)
@@ -94,15 +97,19 @@ TARGETS: dict[str, TargetSpec] = {
     )
 }
 
-# frozen after the one calibration pass (ours: zero-shot top-1 of the committed MiniCLIP in 25-70 %)
-CALIBRATED: dict[str, float] = {
-    "digits": 0.0,
-    "digits_on_photos": 0.5,
-    "heldout_fonts": 0.5,
-    "shapes_clutter": 0.5,
-    "colours_tinted": 0.5,
-    "textures_real": 0.0,
-}
+CALIBRATION_FILE = (
+    Path(__file__).resolve().parents[1] / "zoo" / "checkpoints" / "mini-clip" / "calibration.json"
+)
+
+
+def calibrated_levels() -> dict[str, float]:
+    """The frozen difficulty per target: the ``chosen`` levels of the one calibration pass on the committed
+    MiniCLIP (``benchmarks/sast_calibrate.py``), 0.5 for a target the file does not list."""
+    levels = {name: 0.5 for name in TARGETS}
+    if CALIBRATION_FILE.is_file():
+        table = json.loads(CALIBRATION_FILE.read_text())
+        levels.update({name: float(row["chosen"]) for name, row in table.items() if name in levels})
+    return levels
 
 
 @cache
@@ -253,7 +260,7 @@ def make_target(name: str, n_per_class: int, seed: int, difficulty: float | None
         raise ValueError(f"target={name!r} is not allowed; choose one of {sorted(TARGETS)}")
     if isinstance(n_per_class, bool) or not isinstance(n_per_class, int) or n_per_class < 1:
         raise ValueError(f"n_per_class must be a positive integer, got {n_per_class!r}")
-    difficulty = CALIBRATED[name] if difficulty is None else float(difficulty)
+    difficulty = calibrated_levels()[name] if difficulty is None else float(difficulty)
     if not 0.0 <= difficulty <= 1.0:
         raise ValueError(f"difficulty must lie in [0, 1], got {difficulty}")
     rng = np.random.default_rng([seed, sorted(TARGETS).index(name)])
