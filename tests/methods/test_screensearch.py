@@ -378,3 +378,22 @@ def test_readme_usage_snippet_runs(tmp_path, monkeypatch) -> None:
     snippet = snippet.replace("/tmp/screensearch_readme", str(tmp_path / "readme"))
     exec(compile(snippet, str(readme), "exec"), {})
     assert (tmp_path / "readme.graphml").stat().st_size > 0
+
+
+def test_priors_rank_buttons_over_labels_and_learn_from_outcomes() -> None:
+    from neurips26.methods.screensearch.prior import ProposalPrior
+
+    screen = Screen.from_tree(_tree(), "app")
+    actions = screen.actions()  # open settings, open files, quit
+    heuristic = ProposalPrior("heuristic")(actions)
+    assert heuristic.sum() == pytest.approx(1.0) and heuristic[0] > heuristic[2] * 5
+    shuffled = ProposalPrior("shuffled", seed=1)(actions)
+    assert sorted(shuffled) == pytest.approx(sorted(heuristic))
+    learned = ProposalPrior("learned")
+    for _ in range(5):
+        learned.observe(actions[2], discovered=False)
+        learned.observe(actions[0], discovered=True)
+    p = learned(actions)
+    assert p[0] / p[2] > 5 * heuristic[0] / heuristic[2]  # learned: "open" discovers, "quit" does not
+    with pytest.raises(ValueError, match="prior"):
+        ProposalPrior("oracle")
