@@ -131,3 +131,52 @@ def test_config_rejects_bad_values() -> None:
         STParOptConfig(block_size=96)
     with pytest.raises(ValueError, match="profile must be"):
         pipeline.analyze(SOURCE, profile="sometimes")
+
+
+def test_cli_analyze_and_translate(tmp_path, capsys) -> None:
+    import argparse
+
+    from neurips26.methods.stparopt import cli
+
+    torch.manual_seed(0)
+    weights = tmp_path / "w.pt"
+    pipeline.save_model(STParOptModel(), weights)
+    source = tmp_path / "k.c"
+    source.write_text(SOURCE)
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert cli.main(parser.parse_args(["analyze", str(source), "--weights", str(weights)])) == 0
+    assert capsys.readouterr().out.count("saxpy_scatter loop") == 3
+    out = tmp_path / "k.cu"
+    assert (
+        cli.main(parser.parse_args(["translate", str(source), "--weights", str(weights), "--out", str(out)]))
+        == 0
+    )
+    assert "saxpy_scatter_cuda" in out.read_text()
+    assert (
+        cli.main(parser.parse_args(["analyze", str(source), "--function", "nope", "--weights", str(weights)]))
+        == 1
+    )
+    assert "function='nope' not found" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not pipeline.WEIGHTS.is_file(), reason="packaged weights not trained yet")
+def test_readme_usage_snippet_runs() -> None:
+    import re
+    from pathlib import Path
+
+    readme = Path(pipeline.__file__).with_name("README.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", readme, re.DOTALL).group(1)
+    exec(compile(snippet, "README.md", "exec"), {})
+
+
+def test_experiment_systems_are_built_from_the_config() -> None:
+    from neurips26.methods.stparopt.experiment import EXPERIMENT, STParOptExperimentConfig
+
+    config = STParOptExperimentConfig()
+    config.method.tau = 0.2
+    systems = {name: EXPERIMENT.build_system(name, config) for name in EXPERIMENT.systems}
+    assert systems["stparopt"].method.tau == 0.2 and systems["profile_all"].method.tau == 0.0
+    assert {s.kind for s in systems.values()} == set(EXPERIMENT.systems)
+    with pytest.raises(ValueError, match="held_out has unknown families"):
+        STParOptExperimentConfig(held_out=["nope"])
