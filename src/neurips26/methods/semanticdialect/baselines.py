@@ -34,7 +34,7 @@ class _PaddedQuantizer:
     def __call__(self, x: torch.Tensor, context: TokenContext | None = None) -> torch.Tensor:
         finite = torch.isfinite(x)
         source = torch.where(finite, x, torch.zeros_like(x)).float()
-        rows = source.reshape(-1, x.shape[-1])
+        rows = source.reshape(-1, x.shape[-1]).contiguous()
         pad = (-rows.shape[-1]) % self.block
         if pad:
             rows = torch.nn.functional.pad(rows, (0, pad))

@@ -167,13 +167,19 @@ def selection_error_bound(blocks: torch.Tensor, book: Formatbook, intermediate_b
 
 
 def brute_force_errors(blocks: torch.Tensor, book: Formatbook, exponents: torch.Tensor) -> torch.Tensor:
-    """Squared error of every dialect on every block, quantizing each element exactly: O(n |F|)."""
+    """Squared error of every dialect on every block, quantizing each element exactly: O(n |F|).
+
+    Each dialect's exact nearest values come from the gather table (exact, see the module doc), so this
+    is BlockDialect-style exhaustive selection: every element is quantized with every dialect.
+    """
+    lut = build_lut(book)
     scaled = _scaled(blocks, exponents)
+    bins_f = (scaled * (1.0 / lut.delta)).floor_().clamp_(0, lut.bins - 1)
+    slot = bins_f.to(torch.int64).mul_(2).add_((scaled != bins_f * lut.delta).to(torch.int64))
     errors = []
-    for magnitudes in book.magnitudes:
-        thresholds = (magnitudes[1:] + magnitudes[:-1]) / 2
-        q = magnitudes[torch.bucketize(scaled, thresholds)]
-        errors.append(((scaled - q) ** 2).sum(dim=-1))
+    for d in range(len(book)):
+        q = lut.values[slot + d * 2 * lut.bins]
+        errors.append(q.sub_(scaled).square_().sum(dim=-1))
     return torch.stack(errors, dim=-1)
 
 

@@ -160,6 +160,7 @@ def _activation_statistics(model: torch.nn.Module, labels, noise) -> dict[str, f
     }
 
 
+@torch.no_grad()
 def run(
     system: Any, config: SemanticDialectExperimentConfig, profile: Profile, seed: int, progress: Progress
 ) -> dict[str, Any]:
@@ -303,7 +304,11 @@ EXPERIMENT = Experiment(
             systems=("semanticdialect", "fp", "mxfp4", "sd_lut16"),
         ),
         "default": Profile(
-            "default", budget_s=300, seeds=5, overrides={"sampling_steps": 10}, systems=DEFAULT_SYSTEMS
+            "default",
+            budget_s=300,
+            seeds=5,
+            overrides={"n_videos": 1, "sampling_steps": 8},
+            systems=DEFAULT_SYSTEMS,
         ),
         "full": Profile("full", budget_s=3600, seeds=5, overrides={"n_videos": 4}),
     },
