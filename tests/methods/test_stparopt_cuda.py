@@ -125,3 +125,26 @@ def test_emitted_sources_compile_with_nvcc() -> None:
     assert nvcc_compile(
         ['#include "stparopt_cuda.h"\n#endif\n__global__ void k(int *x) { x[0] = undeclared; }\n']
     ) == [False]
+
+
+def test_updates_shared_across_iterations_use_atomics() -> None:
+    from neurips26.methods.stparopt.pipeline import choose_strategies
+    from neurips26.methods.stparopt.programs import ArgSpec
+
+    source = (
+        "void bicg(int n, int m, float *s, const float *r, const float *A) {\n"
+        "  for (int i = 0; i < n; i++) { for (int j = 0; j < m; j++) s[j] += r[i] * A[i * m + j]; }\n}\n"
+    )
+    function = parse_function(source)
+    strategies, _ = choose_strategies(function.loops[0], function, True, None)
+    assert strategies == ["map", "atomic"]
+    args = [
+        ArgSpec("n", "int", "size"),
+        ArgSpec("m", "int", "scalar", value=8),
+        ArgSpec("s", "float", "array", scale=0, pad=8),
+        ArgSpec("r", "float", "array"),
+        ArgSpec("A", "float", "array", scale=8),
+    ]
+    translation = translate_function(function, [LoopPlan(0, True, strategies)])
+    assert "atomicAdd(&(s[j])" in translation.source
+    assert verify_on_cpu([VerifyItem(source, translation, args, 500, (3,))], sequential=False)[0]["matches"]

@@ -92,6 +92,19 @@ def choose_strategies(
             reasons.append(f"profile saw repeated addresses at {indirect_updates[0].text}: atomicAdd")
         else:
             reasons.append("indirect update: the inspector checks injectivity, atomic fallback")
+    shared_updates = [
+        s
+        for s in loop.sites
+        if s.kind == "update"
+        and not s.indirect
+        and s not in constant_updates
+        and not re.search(rf"\b{re.escape(loop.var or '')}\b", s.index_text)
+    ]
+    if shared_updates and "atomic" not in strategies:  # e.g. s[j] += ... inside an inner loop over j
+        strategies.append("atomic")
+        reasons.append(
+            f"{shared_updates[0].text} does not depend on {loop.var}: iterations share it, atomicAdd"
+        )
     if any(s.indirect and s.kind in ("write", "rw") for s in loop.sites):
         reasons.append(
             "indirect write: the inspector checks injectivity on the actual input, serial fallback"
