@@ -148,3 +148,25 @@ def test_updates_shared_across_iterations_use_atomics() -> None:
     translation = translate_function(function, [LoopPlan(0, True, strategies)])
     assert "atomicAdd(&(s[j])" in translation.source
     assert verify_on_cpu([VerifyItem(source, translation, args, 500, (3,))], sequential=False)[0]["matches"]
+
+
+def test_authored_kernels_labels_and_cuda() -> None:
+    from neurips26.methods.stparopt.kernels import KERNELS
+    from neurips26.methods.stparopt.pipeline import choose_strategies
+    from neurips26.methods.stparopt.profiler import exhaustive_labels
+
+    items = [(k.source, k.function, 0, k.args) for k in KERNELS]
+    assert exhaustive_labels(items, n=64, seeds=(1, 2)) == [k.label for k in KERNELS]
+    checks = []
+    for k in KERNELS:
+        function = parse_function(k.source)
+        strategies, _ = choose_strategies(function.loops[0], function, k.label == 1, None)
+        # without a profile an indirect update starts as a map; its inspector switches to atomics
+        assert k.strategy in strategies or (k.strategy, k.data) in (
+            ("map", ""),
+            ("map", "perm"),
+            ("atomic", "repeats"),
+        )
+        plan = LoopPlan(0, k.label == 1, strategies)
+        checks.append(VerifyItem(k.source, translate_function(function, [plan]), k.args, 777, (5,)))
+    assert all(r["matches"] for r in verify_on_cpu(checks))
