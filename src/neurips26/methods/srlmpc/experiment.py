@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
-from neurips26.core.config import nested, param
+from neurips26.core.config import config_hash, nested, param
 from neurips26.core.validation import check_int
 from neurips26.methods.srlmpc.config import SRLMPCConfig
 from neurips26.methods.srlmpc.controllers import (
@@ -104,19 +104,39 @@ def build_controller(spec: SystemSpec, config: SRLMPCExperimentConfig, seed: int
     from stable_baselines3 import PPO
 
     if spec.kind == "srlmpc":
-        if config.train_steps > 0:
-            with tempfile.TemporaryDirectory() as tmp:
-                model = train_srlmpc(config.env, mpc, config.train_steps, seed, Path(tmp) / "p.zip")
-        else:
-            model = PPO.load(SRLMPC_POLICY, device="cpu")
-        return SRLMPCController(model, mpc)
+        path = SRLMPC_POLICY
+        if config.train_steps > 0:  # one policy per seed and training setting, shared by the grid points
+            path = _policy_cache("srlmpc", config, seed, config.train_steps)
+            if not path.exists():
+                train_srlmpc(_training_env(config.env), mpc, config.train_steps, seed, path)
+        return SRLMPCController(PPO.load(path, device="cpu"), mpc)
     if spec.kind == "ppo":
+        path = PPO_POLICY
         if config.ppo_train_steps > 0:
-            model = train_ppo_accel(config.env, config.ppo_train_steps, seed)
-        else:
-            model = PPO.load(PPO_POLICY, device="cpu")
-        return PolicyController(model, config.env.max_accel)
+            path = _policy_cache("ppo", config, seed, config.ppo_train_steps)
+            if not path.exists():
+                train_ppo_accel(_training_env(config.env), config.ppo_train_steps, seed, path)
+        return PolicyController(PPO.load(path, device="cpu"), config.env.max_accel)
     raise ValueError(f"unknown system kind {spec.kind!r}; choose one of {KINDS}")
+
+
+@dataclass(frozen=True)
+class _CacheKey:
+    method: SRLMPCConfig
+    env: CrowdConfig
+
+
+def _training_env(crowd: CrowdConfig) -> CrowdConfig:
+    """Policies train on the default scene mix and size, whatever grid point evaluates them."""
+    return replace(crowd, scenario=CrowdConfig().scenario, n_bodies=CrowdConfig().n_bodies)
+
+
+def _policy_cache(kind: str, config: SRLMPCExperimentConfig, seed: int, steps: int) -> Path:
+    """Where a per-seed trained policy is kept (in the temp directory, keyed by what shapes training)."""
+    key = config_hash(_CacheKey(config.method, _training_env(config.env)))[:12]
+    folder = Path(tempfile.gettempdir()) / "neurips26_srlmpc"
+    folder.mkdir(exist_ok=True)
+    return folder / f"{kind}-{key}-seed{seed}-{steps}.zip"
 
 
 def shapely_overlap(env: ShapeCrowdEnv) -> bool:
