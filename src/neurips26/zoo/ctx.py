@@ -49,6 +49,8 @@ HELDOUT_FRACTION = 0.2
 
 CTX_LAYOUTS: dict[str, CircuitLayout] = {
     "tiny-llama-ctx": CircuitLayout(token_dims=48, offsets=(1, 2, 3), match=3, induction_layer=1),
+    "tiny-qwen3-ctx": CircuitLayout(token_dims=48, offsets=(1, 2, 3), match=3, induction_layer=1),
+    "tiny-mla-ctx": CircuitLayout(token_dims=48, offsets=(1, 2, 3), match=3, induction_layer=1),
 }
 
 

@@ -58,7 +58,7 @@ def _retrieval(
     settings = probe_settings(held, split)
     if kind == "passkey":
         settings.pop("keys")
-    per_probe = 4 if kind == "kv" else 1
+    per_probe = {"kv": 4, "passkey": 1, "mqar": 16}[kind]  # queries per probe (evaluation settings)
     n = math.ceil(queries / per_probe)
     samples = probe_samples(tokenizer, kind, length, n, seed=2026, data=held, **settings)
     hits = score_batched(model, samples)
@@ -224,8 +224,8 @@ MQAR at 2048 (16 pairs, 2-digit values, held-out): {mq["accuracy"]:.3f} on {mq["
 Training-split keys/values at 2048: key->value {tr["kv"]["accuracy"]:.3f} ({tr["kv"]["queries"]}), passkey
 {tr["passkey"]["accuracy"]:.3f} ({tr["passkey"]["queries"]}).
 
-**Held-out perplexity** ({ev["perplexity_setting"]}): **{ev["heldout_perplexity"]:.2f}** (tiny-llama:
-{ev["reference_perplexity"]}).
+**Held-out perplexity** ({ev["perplexity_setting"]}): **{ev["heldout_perplexity"]:.2f}** (tiny-llama's
+card: {ev["reference_perplexity"]:.2f}).
 
 **The written heads, at initialisation -> after training.** Target mass: attention on token `i - offset`
 (previous-token heads) or on the tokens after the earlier occurrences (induction head), on random tokens

@@ -218,6 +218,41 @@ MODEL_SPECS["tiny-llama-ctx"] = ModelSpec(
     train=_ctx_recipe(),
 )
 
+MODEL_SPECS["tiny-qwen3-ctx"] = ModelSpec(
+    name="tiny-qwen3-ctx",
+    architecture="Qwen3ForCausalLM",
+    model_config=dict(_CTX_COMMON),
+    description="Qwen3 (QK-norm) with GQA (4 query / 2 KV heads, head_dim 128, RoPE base 5e5), 4 layers, "
+    "d=256, untied embeddings, trained from a written previous-token + 3-gram induction circuit",
+    train=_ctx_recipe(),
+)
+
+MODEL_SPECS["tiny-mla-ctx"] = ModelSpec(
+    name="tiny-mla-ctx",
+    architecture="DeepseekV3ForCausalLM",
+    model_config={
+        **_COMMON,
+        "tie_word_embeddings": False,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "q_lora_rank": None,
+        "kv_lora_rank": 96,  # ours: token code (48) + 3 match features of 16 for the circuit's keys
+        "qk_rope_head_dim": 32,  # ours: 16 dims (tiny-mla) give no sharp positional pattern (margin 0.01)
+        "qk_nope_head_dim": 48,
+        "v_head_dim": 48,
+        "first_k_dense_replace": 4,  # all 4 layers dense: MLA attention without MoE
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_group": 1,
+        "topk_group": 1,
+        "moe_intermediate_size": 64,
+        "rope_interleave": True,
+    },
+    description="DeepSeek-V3 MLA (kv_lora_rank 96, decoupled RoPE dim 32, nope 48, v 48), 4 heads, 4 dense "
+    "layers, d=256, untied embeddings, trained from a written previous-token + 3-gram induction circuit",
+    train=_ctx_recipe(),
+)
+
 
 def known_names() -> list[str]:
     return list(MODEL_SPECS)
