@@ -101,3 +101,37 @@ def test_stop_after_saves_a_resumable_state(tmp_path):
     )
     assert not done and rows == [] and (tmp_path / "state.pt").is_file()
     assert torch.load(tmp_path / "state.pt", weights_only=False)["rows"] == []
+
+
+CTX_NAMES = ["tiny-llama-ctx", "tiny-qwen3-ctx", "tiny-mla-ctx"]
+
+
+def _committed(name):
+    import json
+
+    from neurips26.zoo import checkpoint_dir, load
+
+    directory = checkpoint_dir(name)
+    if not (directory / "model.safetensors").is_file():
+        pytest.skip(f"{name} is not trained in this checkout (`neurips26 zoo train {name}`)")
+    model, tokenizer = load(name)
+    return model, tokenizer, json.loads((directory / "circuit.json").read_text())
+
+
+@pytest.mark.parametrize("name", CTX_NAMES)
+def test_committed_ctx_model_keeps_its_written_heads_and_retrieves_through_them(name, small_corpus):
+    from neurips26.zoo.circuits import circuit_report
+    from neurips26.zoo.ctx_cards import score_batched
+
+    model, tokenizer, circuit = _committed(name)
+    report = circuit_report(model, circuit)
+    assert all(h["target_mass"] > 0.9 for h in report["heads"]), report
+    samples = probe_samples(tokenizer, "passkey", 512, 4, data=small_corpus, **{"value_ok": is_heldout})
+    assert sum(score_batched(model, samples)) >= 3
+    # switch the written induction head off: retrieval goes with it
+    induction = circuit["heads"][-1]
+    attn = model.model.layers[induction["layer"]].self_attn
+    width = attn.o_proj.weight.shape[1] // model.config.num_attention_heads
+    with torch.no_grad():
+        attn.o_proj.weight[:, :width] = 0.0
+    assert sum(score_batched(model, samples)) <= 1

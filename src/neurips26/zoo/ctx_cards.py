@@ -102,6 +102,15 @@ def evaluate_ctx(name: str, *, path: str | Path | None = None, queries: int = 20
     with torch.no_grad():
         ev["entropy_after"] = attention_entropy_profile(model, text, normalized=True).round(4).tolist()
         ev["entropy_init"] = attention_entropy_profile(init_model, text, normalized=True).round(4).tolist()
+    # ablation: the written induction head's output switched off (its o_proj columns zeroed), last
+    ind = circuit["heads"][-1]
+    attn = model.model.layers[ind["layer"]].self_attn
+    width = attn.o_proj.weight.shape[1] // model.config.num_attention_heads
+    with torch.no_grad():
+        attn.o_proj.weight[:, ind["head"] * width : (ind["head"] + 1) * width] = 0.0
+    ev["induction_head_off"] = {
+        kind: _retrieval(model, tokenizer, held, kind, 1024, 100, "heldout") for kind in ("kv", "passkey")
+    }
     ev["n_parameters"] = int(sum(p.numel() for p in model.parameters()))
     ev["eval_wall_time_s"] = time.perf_counter() - start
     return ev
@@ -193,6 +202,7 @@ def write_ctx_card(name: str, ev: dict[str, Any], path: str | Path | None = None
     ]
     mq = ev["retrieval"]["mqar"]["2048"]
     tr = ev["retrieval_train_split"]
+    off = ev["induction_head_off"]
     layout = CTX_LAYOUTS[name]
     text = f"""# {name}
 
@@ -223,6 +233,10 @@ exact match); cells: accuracy (queries). key->value: 4 bindings of 4-digit value
 MQAR at 2048 (16 pairs, 2-digit values, held-out): {mq["accuracy"]:.3f} on {mq["queries"]} queries.
 Training-split keys/values at 2048: key->value {tr["kv"]["accuracy"]:.3f} ({tr["kv"]["queries"]}), passkey
 {tr["passkey"]["accuracy"]:.3f} ({tr["passkey"]["queries"]}).
+
+With the written induction head switched off (its output columns zeroed) at 1024 tokens: key->value
+{off["kv"]["accuracy"]:.3f} ({off["kv"]["queries"]}), passkey {off["passkey"]["accuracy"]:.3f}
+({off["passkey"]["queries"]}).
 
 **Held-out perplexity** ({ev["perplexity_setting"]}): **{ev["heldout_perplexity"]:.2f}** (tiny-llama's
 card: {ev["reference_perplexity"]:.2f}).
