@@ -107,7 +107,25 @@ def _describe_system(experiment: Any, name: str, config: Any) -> str:
         system = experiment.build_system(name, config)
     except Exception as exc:  # info must still print the rest
         return f"<cannot build: {type(exc).__name__}: {exc}>"
-    return textwrap.shorten(repr(system), 200, placeholder=" …")
+    return textwrap.shorten(_settings_text(system), 200, placeholder=" …")
+
+
+def _settings_text(system: Any) -> str:
+    """A dataclass system as the fields that differ from its class defaults (what makes it this system)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(system) or isinstance(system, type):
+        return repr(system)
+    try:
+        defaults = type(system)()
+    except Exception:  # a dataclass without defaults prints whole
+        return repr(system)
+    changed = [
+        f"{f.name}={getattr(system, f.name)!r}"
+        for f in dataclasses.fields(system)
+        if getattr(system, f.name) != getattr(defaults, f.name)
+    ]
+    return f"{type(system).__name__}({', '.join(changed)})"
 
 
 def _spec_or_usage_error(slug: str) -> MethodSpec:

@@ -37,7 +37,7 @@ from neurips26.methods.solexecbench import (
     static_check,
     write_traces,
 )
-from neurips26.methods.solexecbench.config import DEFENCES
+from neurips26.methods.solexecbench.config import DEFENCES, SolExecBenchExperimentConfig
 from neurips26.methods.solexecbench.experiment import EXPERIMENT, summarise_run
 from neurips26.methods.solexecbench.problem_set import build_problems, problem_set_dir, write_problem_set
 from neurips26.methods.solexecbench.schema import SourceFile
@@ -58,7 +58,6 @@ FAST = dict(
     max_reps=6,
     time_budget_s=0.01,
     flush_bytes=2**20,
-    max_workloads=1,
     timeout_s=30.0,
 )
 
@@ -86,7 +85,7 @@ def _close_sandbox():
 
 
 def _bench(**overrides):
-    config = SolExecBenchConfig(**{**{k: v for k, v in FAST.items() if k != "max_workloads"}, **overrides})
+    config = SolExecBenchConfig(**{**FAST, **overrides})
     return SolExecBench(config, sandbox=_sandbox())
 
 
@@ -302,7 +301,7 @@ def test_tolerance_scale_zero_demands_bitwise_equality():
 
 
 def test_systems_are_harness_configs_built_from_the_experiment_config():
-    base = SolExecBenchConfig(min_reps=7)
+    base = SolExecBenchExperimentConfig(SolExecBenchConfig(min_reps=7))
     built = {name: factory(base) for name, factory in EXPERIMENT.systems.items()}
     assert {name: c.mode for name, c in built.items()} == {
         "solexecbench": "solexecbench",
@@ -461,7 +460,7 @@ def test_two_threads_honest_passes_and_thread_injection_is_caught():
     """The intra-op pool is started before the thread baseline, so only injected threads count."""
     problem = load_problem_set(("gemm_bias_relu",))["gemm_bias_relu"]
     problem = dataclasses.replace(problem, workloads=problem.workloads[:1])
-    config = SolExecBenchConfig(**{**{k: v for k, v in FAST.items() if k != "max_workloads"}, "threads": 2})
+    config = SolExecBenchConfig(**{**FAST, "threads": 2})
     with SolExecBench(dataclasses.replace(config, static_check=False)) as bench:
         assert bench.evaluate(problem, ladder_solution("gemm_bias_relu", "fused")).statuses == ["PASSED"]
         caught = bench.evaluate(problem, red_team_solution("gemm_bias_relu", "thread_injection"))

@@ -43,7 +43,6 @@ FAST = dict(
     max_reps=3,
     time_budget_s=0.01,
     flush_bytes=2**20,
-    max_workloads=1,
     timeout_s=60.0,
 )
 CUDA = torch.cuda.is_available()

@@ -12,6 +12,7 @@ import torch
 
 from neurips26.methods.solar import load_hardware
 from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, driver, load_problem_set
+from neurips26.methods.solexecbench.config import SolExecBenchExperimentConfig
 from neurips26.methods.solexecbench.core import reference_namespace, sol_time_ms
 from neurips26.methods.solexecbench.experiment import select_problems, summarise_run
 from neurips26.methods.solexecbench.problem_set import DEFAULT_PROBLEMS
@@ -127,7 +128,7 @@ def test_solar_bounds_the_problem_below_its_measured_time(name):
 
 
 def test_select_problems_orders_the_default_six_first():
-    problems = select_problems(SolExecBenchConfig(problems="all", max_workloads=1))
+    problems = select_problems(SolExecBenchExperimentConfig(problems="all", max_workloads=1))
     assert tuple(problems)[: len(DEFAULT_PROBLEMS)] == DEFAULT_PROBLEMS and len(problems) == len(PROBLEMS)
     assert all(len(p.workloads) == 1 for p in problems.values())
 
@@ -138,9 +139,9 @@ def test_extra_rungs_are_well_formed_and_validated():
         assert "torch.compile(eager" in source and static_check({"kernel.py": source}) == []
     assert set(CPP_KERNELS) == {"rmsnorm", "softmax", "silu_and_mul"}
     assert cpp_solution("softmax").spec.languages == ["cpp"]
-    assert SolExecBenchConfig(extra_rungs="cpp, compile").extra_rung_list() == ("cpp", "compile")
+    assert SolExecBenchExperimentConfig(extra_rungs="cpp, compile").extra_rung_list() == ("cpp", "compile")
     with pytest.raises(ValueError, match="extra_rungs"):
-        SolExecBenchConfig(extra_rungs="triton")
+        SolExecBenchExperimentConfig(extra_rungs="triton")
     with pytest.raises(ValueError, match="problem="):
         compile_solution("nope")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neurips26.core.config import param
+from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_in_range, check_positive
 from neurips26.methods.solar import FIDELITIES
 from neurips26.methods.solexecbench.backends import TIMERS, parse_device
@@ -36,7 +36,7 @@ def default_flush_bytes() -> int:
 
 @dataclass
 class SolExecBenchConfig:
-    """Harness settings (timing, defences, sandbox limits, scoring) and the experiment's problem subset."""
+    """Harness settings: timing, defences, sandbox limits, scoring (what a user of the harness sets)."""
 
     mode: str = param("solexecbench", "ours; 'naive' and 'kernelbench' are the baseline harnesses")
     threads: int = param(1, "ours: fixed thread count, the 2-core CI machine is shared")
@@ -98,19 +98,6 @@ class SolExecBenchConfig:
     fast_p: float = param(1.0, "KernelBench fast_p: correct and speedup over the baseline > p")
     isolation: str = param("fork", "ours: fork a clean torch-imported driver per evaluation ('spawn' = new)")
     seed: int = param(-1, "ours: -1 draws input seeds from os.urandom (no precomputable inputs)")
-    problems: str = param(
-        "default", "ours: 'smoke' (2), 'default' (12, every op family) or 'all' (32) problems"
-    )
-    max_workloads: int = param(0, "ours: evaluate only the first n workloads of each problem (0 = all)")
-    repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
-    red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
-    red_team_problems: int = param(0, "ours: run the red team on the first n problems only (0 = all)")
-    extra_rungs: str = param(
-        "",
-        "issue: ladder rungs 'cpp' (C++ extension, 3 problems) and 'compile' (torch.compile, 5 problems),"
-        " comma-separated; opt-in: each C++ build or inductor compile takes 30-100 s on this CPU",
-    )
-    compile_file_bytes: int = param(2**30, "ours: RLIMIT_FSIZE for the compile rung (inductor's g++ output)")
     device: str = param("cpu", "issue: 'cpu', 'cuda', 'cuda:N' or 'auto' (cuda:0 when CUDA is available)")
     timer: str = param(
         "auto", "upstream: CUPTI kernel spans when cupti-python imports, else CUDA events; 'cpu' on CPU"
@@ -126,7 +113,6 @@ class SolExecBenchConfig:
         check_choice("mode", self.mode, MODES)
         check_choice("sol_fidelity", self.sol_fidelity, FIDELITIES)
         check_choice("isolation", self.isolation, ("fork", "spawn"))
-        check_choice("problems", self.problems, ("smoke", "default", "all"))
         check_choice("timing_estimator", self.timing_estimator, TIMING_ESTIMATORS)
         if isinstance(self.pin_cpu, bool) or not isinstance(self.pin_cpu, int) or self.pin_cpu < -1:
             raise ValueError(f"pin_cpu must be a CPU index >= 0 or -1 (no pinning), got {self.pin_cpu!r}")
@@ -137,7 +123,6 @@ class SolExecBenchConfig:
             "min_reps",
             "max_reps",
             "cpu_seconds",
-            "repeats",
             "max_processes",
         ):
             value = getattr(self, name)
@@ -148,11 +133,8 @@ class SolExecBenchConfig:
         for name in (
             "recheck_k",
             "flush_bytes",
-            "max_workloads",
-            "red_team_problems",
             "address_space_extra_bytes",
             "file_bytes",
-            "compile_file_bytes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -168,11 +150,6 @@ class SolExecBenchConfig:
         check_positive("tolerance_scale", self.tolerance_scale, allow_zero=True)
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
-        rungs = self.extra_rung_list()
-        if sorted(set(rungs) - set(EXTRA_RUNGS)):
-            raise ValueError(
-                f"extra_rungs={self.extra_rungs!r}; allowed: comma-separated {list(EXTRA_RUNGS)}"
-            )
         unknown = sorted(self._disabled() - set(DEFENCES))
         if unknown:
             raise ValueError(f"disabled_defences names unknown defences {unknown}; allowed: {list(DEFENCES)}")
@@ -180,9 +157,6 @@ class SolExecBenchConfig:
         check_in_range("gpu_memory_fraction", self.gpu_memory_fraction, 0.0, 1.0)
         parse_device(self.device)
         check_choice("timer", self.timer, TIMERS)
-
-    def extra_rung_list(self) -> tuple[str, ...]:
-        return tuple(name.strip() for name in self.extra_rungs.split(",") if name.strip())
 
     def _disabled(self) -> set[str]:
         return {name.strip() for name in self.disabled_defences.split(",") if name.strip()}
@@ -219,3 +193,40 @@ class SolExecBenchConfig:
                 "sandbox_uid": self.sandbox_uid,
             },
         }
+
+
+@dataclass
+class SolExecBenchExperimentConfig:
+    """The experiment: the harness settings (``method``) and which problems, rungs and cheats it runs."""
+
+    method: SolExecBenchConfig = nested(SolExecBenchConfig, "the harness defaults (SolExecBenchConfig)")
+    problems: str = param(
+        "default", "ours: 'smoke' (2), 'default' (12, every op family) or 'all' (32) problems"
+    )
+    max_workloads: int = param(0, "ours: evaluate only the first n workloads of each problem (0 = all)")
+    repeats: int = param(2, "issue: run-to-run CV of per-problem SOL score needs >= 2 repeated evaluations")
+    red_team: bool = param(True, "ours: evaluate the red-team suite (off: ladder only)")
+    red_team_problems: int = param(0, "ours: run the red team on the first n problems only (0 = all)")
+    extra_rungs: str = param(
+        "",
+        "issue: ladder rungs 'cpp' (C++ extension, 3 problems) and 'compile' (torch.compile, 5 problems),"
+        " comma-separated; opt-in: each C++ build or inductor compile takes 30-100 s on this CPU",
+    )
+    compile_file_bytes: int = param(2**30, "ours: RLIMIT_FSIZE for the compile rung (inductor's g++ output)")
+
+    def __post_init__(self) -> None:
+        check_choice("problems", self.problems, ("smoke", "default", "all"))
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {self.repeats!r}")
+        for name in ("max_workloads", "red_team_problems", "compile_file_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        unknown = sorted(set(self.extra_rung_list()) - set(EXTRA_RUNGS))
+        if unknown:
+            raise ValueError(
+                f"extra_rungs={self.extra_rungs!r}; allowed: comma-separated {list(EXTRA_RUNGS)}"
+            )
+
+    def extra_rung_list(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.extra_rungs.split(",") if name.strip())

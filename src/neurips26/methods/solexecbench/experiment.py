@@ -19,7 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
-from neurips26.methods.solexecbench.config import DEFENCES, EXTRA_RUNGS, SolExecBenchConfig
+from neurips26.methods.solexecbench.config import (
+    DEFENCES,
+    EXTRA_RUNGS,
+    SolExecBenchConfig,
+    SolExecBenchExperimentConfig,
+)
 from neurips26.methods.solexecbench.harness import (
     EvaluationResult,
     Problem,
@@ -81,7 +86,7 @@ def experiment_hardware(config: SolExecBenchConfig) -> Any:
     return _SPECS[key]
 
 
-def select_problems(config: SolExecBenchConfig) -> dict[str, Problem]:
+def select_problems(config: SolExecBenchExperimentConfig) -> dict[str, Problem]:
     if config.problems == "all":  # the default six first, so red_team_problems=n picks them
         names = DEFAULT_PROBLEMS + tuple(sorted(set(load_problem_set()) - set(DEFAULT_PROBLEMS)))
     else:
@@ -109,36 +114,38 @@ def _mean_latency_ratio(honest: EvaluationResult, cheat: EvaluationResult) -> fl
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 1.0
 
 
-def harness_systems() -> dict[str, Callable[[SolExecBenchConfig], SolExecBenchConfig]]:
-    """Each system is the experiment's config with its harness settings: the three harness modes, ours with
-    every defence off (an ablation the detection claim is judged against) and a negative control (an
-    over-strict bitwise-equality checker must not keep the false-positive rate at zero)."""
-    modes = {name: (lambda c, name=name: dataclasses.replace(c, mode=name)) for name in HARNESSES}
+def harness_systems() -> dict[str, Callable[[SolExecBenchExperimentConfig], SolExecBenchConfig]]:
+    """Each system is a harness config built from the experiment's ``method`` settings: the three harness
+    modes, ours with every defence off (an ablation the detection claim is judged against) and a negative
+    control (an over-strict bitwise-equality checker must not keep the false-positive rate at zero)."""
+    modes = {name: (lambda c, name=name: dataclasses.replace(c.method, mode=name)) for name in HARNESSES}
     return {
         **modes,
         "defences_off": lambda c: dataclasses.replace(
-            c, mode="solexecbench", disabled_defences=",".join(DEFENCES), static_check=False
+            c.method, mode="solexecbench", disabled_defences=",".join(DEFENCES), static_check=False
         ),
-        "exact_match": lambda c: dataclasses.replace(c, mode="solexecbench", tolerance_scale=0.0),
+        "exact_match": lambda c: dataclasses.replace(c.method, mode="solexecbench", tolerance_scale=0.0),
     }
 
 
 def run(
-    config: SolExecBenchConfig,
-    experiment_config: SolExecBenchConfig,
+    harness_config: SolExecBenchConfig,
+    config: SolExecBenchExperimentConfig,
     profile: Profile,
     seed: int,
     progress: Progress,
 ) -> dict[str, Any]:
     """One harness configuration (a system: see :func:`harness_systems`) over the ladder and red team."""
-    harness = config.mode
+    harness = harness_config.mode
     problems = select_problems(config)
     start = time.perf_counter()
     evaluations = 0
     ladder: dict[str, dict[str, list[EvaluationResult]]] = {}
     red: dict[str, dict[str, EvaluationResult]] = {}
-    sandbox = shared_sandbox(config.threads, sandbox_cuda_visible(host_device(config.device)))
-    with SolExecBench(config, hardware=experiment_hardware(config), sandbox=sandbox) as bench:
+    device = host_device(harness_config.device)
+    sandbox = shared_sandbox(harness_config.threads, sandbox_cuda_visible(device))
+    hardware = experiment_hardware(harness_config)
+    with SolExecBench(harness_config, hardware=hardware, sandbox=sandbox) as bench:
         jobs = [
             (p, rung, r)
             for p in problems
@@ -157,7 +164,7 @@ def run(
             problem = problems[name]
             if label in ("cpp", "compile"):
                 ladder.setdefault(name, {}).setdefault(label, []).append(
-                    evaluate_extra_rung(bench, problem, label)
+                    evaluate_extra_rung(bench, problem, label, config.compile_file_bytes)
                 )
             elif repeat >= 0:
                 result = bench.evaluate(problem, ladder_solution(name, label))
@@ -169,12 +176,14 @@ def run(
     return summarise_run(ladder, red, wall, evaluations)
 
 
-def evaluate_extra_rung(bench: SolExecBench, problem: Problem, rung: str) -> EvaluationResult:
+def evaluate_extra_rung(
+    bench: SolExecBench, problem: Problem, rung: str, compile_file_bytes: int = 2**30
+) -> EvaluationResult:
     """The C++ rung (built once per sandbox, cached by source hash) or the torch.compile rung (inductor
-    writes large objects: a bench with a larger file-size limit on the same sandbox)."""
+    writes large objects: a bench with a ``compile_file_bytes`` file-size limit on the same sandbox)."""
     if rung == "cpp":
         return bench.evaluate(problem, cpp_solution(problem.name))
-    config = dataclasses.replace(bench.config, file_bytes=bench.config.compile_file_bytes)
+    config = dataclasses.replace(bench.config, file_bytes=compile_file_bytes)
     compiled = SolExecBench(config, hardware=bench.hardware, sandbox=bench.sandbox)
     return compiled.evaluate(problem, compile_solution(problem.name))
 
@@ -255,7 +264,7 @@ METRICS = (
 
 EXPERIMENT = Experiment(
     slug="solexecbench",
-    config_cls=SolExecBenchConfig,
+    config_cls=SolExecBenchExperimentConfig,
     claims=(
         Claim(
             "the defended harness catches more reward hacks than a naive and a KernelBench-style harness, "
@@ -300,19 +309,20 @@ EXPERIMENT = Experiment(
             overrides={
                 "problems": "smoke",
                 "max_workloads": 1,
-                "correctness_rounds": 2,
-                "min_reps": 5,
-                "max_reps": 6,
-                "time_budget_s": 0.02,
-                "flush_bytes": 8 * 2**20,
+                "method.correctness_rounds": 2,
+                "method.min_reps": 5,
+                "method.max_reps": 6,
+                "method.time_budget_s": 0.02,
+                "method.flush_bytes": 8 * 2**20,
                 "repeats": 2,
                 "red_team_problems": 1,
             },
         ),
         # issue #19: ~3 minutes on 2 cores with >= 5 seeds where a verdict is drawn; the grid shrinks before
         # the seeds do: the two smoke problems (ladder twice per rung), the 13 red-team families on rmsnorm.
-        # The earlier 12-problem default (every op family, red team on 3 problems): `--set problems=default
-        # --set red_team_problems=3 --set time_budget_s=0.3 --set flush_bytes=0` (~25 min for 5 seeds).
+        # The earlier 12-problem default (every op family, red team on 3 problems, ~25 min for 5 seeds):
+        # `--set problems=default --set red_team_problems=3 --set method.time_budget_s=0.3
+        # --set method.flush_bytes=0`.
         "default": Profile(
             "default",
             budget_s=350,  # measured: 350 s wall, one worker, 5 harness configs x 5 seeds
@@ -320,7 +330,7 @@ EXPERIMENT = Experiment(
             overrides={
                 "problems": "smoke",
                 "max_workloads": 1,
-                "time_budget_s": 0.05,
+                "method.time_budget_s": 0.05,
                 "red_team_problems": 1,
             },
         ),
