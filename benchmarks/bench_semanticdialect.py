@@ -58,8 +58,8 @@ def main() -> None:
             f"|F|={size:4d}  LUT {lut * 1e3:8.1f} ms  brute force {brute * 1e3:8.1f} ms  x{brute / lut:.1f}"
         )
     result["selection"] = rows
-    ours = SemanticDialectQuantizer(SemanticDialectConfig(seda=False, decomposition_ratio=0.0))
-    seda = SemanticDialectQuantizer(SemanticDialectConfig(decomposition_ratio=0.0))
+    ours = SemanticDialectQuantizer(SemanticDialectConfig(n_dialects=16, seda=False, decomposition_ratio=0.0))
+    seda = SemanticDialectQuantizer(SemanticDialectConfig(n_dialects=16, seda_k=4, decomposition_ratio=0.0))
     ids, n = patch_clusters(8, 512, 64)
     context = TokenContext(ids, n)
     result["fake_quant_ours_s"] = best_of(lambda: ours(x), args.repeats)

@@ -216,7 +216,7 @@ def test_bad_config_values_name_the_argument():
     with pytest.raises(ValueError, match="decomposition_ratio"):
         SemanticDialectConfig(decomposition_ratio=1.5)
     with pytest.raises(ValueError, match="seda_k"):
-        SemanticDialectConfig(seda_k=17)
+        SemanticDialectConfig(seda_k=65)
     with pytest.raises(ValueError, match="selection"):
         SemanticDialectConfig(selection="greedy")
     with pytest.raises(ValueError, match="intermediate_bits"):

@@ -118,7 +118,7 @@ def test_seda_with_k_equal_to_the_book_size_equals_no_seda():
     x = _video_tokens()
     ids, n = patch_clusters(1, x.shape[0], 16)
     plain = SemanticDialectQuantizer(SemanticDialectConfig(seda=False, decomposition_ratio=0))(x)
-    full = SemanticDialectQuantizer(SemanticDialectConfig(seda_k=16, decomposition_ratio=0))(
+    full = SemanticDialectQuantizer(SemanticDialectConfig(seda_k=64, decomposition_ratio=0))(
         x, TokenContext(ids, n)
     )
     assert torch.equal(plain, full)
@@ -189,3 +189,13 @@ def test_usage_snippet_from_the_readme(tiny_dit):
         out = model(*_inputs())
     assert out.shape == (2, 2, 16, 16)
     assert set(temporal_report(model)) >= {"transformer_blocks.0.ff.net.2"}
+
+
+def test_kmeans_seda_clusters_the_block_inputs(tiny_dit):
+    config = SemanticDialectConfig(seda_clustering="kmeans", seda_clusters=4, tokens_per_frame=16)
+    model = quantize_(copy.deepcopy(tiny_dit), config)
+    with torch.no_grad():
+        out = model(*_inputs())
+    ids, n_clusters = model._semanticdialect_state.kmeans[0]
+    assert n_clusters == 8 and ids.shape == (64,) and int(ids[:32].max()) < 4 <= int(ids[32:].min())
+    assert torch.isfinite(out).all()

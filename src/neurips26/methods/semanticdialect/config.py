@@ -16,7 +16,9 @@ SALIENCY = ("attention", "random")
 class SemanticDialectConfig:
     """Settings of SemanticDialect's W4A4 fake quantization (see ``quantize_``)."""
 
-    n_dialects: int = param(16, "BlockDialect's DialectFP4 book; 32/64 grow it (ours, Formatbook.extended)")
+    n_dialects: int = param(
+        64, "paper: the LUTs let the book grow; DialectFP4's 16 + 48 of ours (Formatbook.extended)"
+    )
     dialects: tuple | None = param(None, "issue: user-defined books allowed; None uses n_dialects")
     block_size: int = param(32, "BlockDialect / MX: blocks of 32 with one shared exponent")
     intermediate_bits: int = param(5, "research note §4.1: 5-bit quarter units (delta = 0.25)")
@@ -24,7 +26,7 @@ class SemanticDialectConfig:
     decomposition_ratio: float = param(0.1, "ours: top 10% of tokens by attention mass received")
     salient_selection: str = param("attention", "paper: attention-guided; 'random' is a negative control")
     seda: bool = param(True, "paper: semantic-aware dialect assignment")
-    seda_k: int = param(4, "ours: 4-dialect sub-books, 2-bit ids per block")
+    seda_k: int = param(8, "ours: 8-dialect sub-books of the 64, 3-bit ids per block")
     seda_clustering: str = param("patch", "issue: one patch across frames ('kmeans' on block inputs)")
     seda_clusters: int = param(8, "ours: k-means clusters per video (seda_clustering='kmeans')")
     tokens_per_frame: int = param(64, "tiny-vdit: (32/4)^2 patches per frame (patch clustering, report)")
