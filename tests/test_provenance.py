@@ -38,6 +38,25 @@ def test_published_results_name_their_method_profile_and_command(path: Path) -> 
 
 
 @pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
+def test_published_default_was_run_under_the_current_config(spec) -> None:
+    """A config field added or a default changed after publishing makes the committed numbers stale."""
+    from neurips26.core.config import config_hash
+
+    published = RESULTS / spec.slug / "default.json"
+    if spec.status != "ready" or not published.is_file():
+        pytest.skip(f"{spec.slug}: not ready or nothing published")
+    experiment = spec.load_experiment()
+    info = read_result(published)["run_info"]
+    current = config_hash(
+        experiment.config_for(experiment.profile("default"), {}, info.get("overrides") or {})
+    )
+    assert info["config_hash"] == current, (
+        f"results/{spec.slug}/default.json was run under config {info['config_hash']}, the code now gives "
+        f"{current}: rerun `neurips26 run {spec.slug} --profile default --publish`"
+    )
+
+
+@pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
 def test_readme_results_block_is_generated_from_the_committed_json(spec) -> None:
     readme = PACKAGE / "methods" / spec.slug / "README.md"
     published = RESULTS / spec.slug / "default.json"

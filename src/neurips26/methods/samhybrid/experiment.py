@@ -198,6 +198,7 @@ EXPERIMENT = Experiment(
             "theta_error",
             "sam_ml",
             ("random_ml",),
+            controls=("erm",),  # plain ERM must not beat the random-direction perturbation
         ),
         Claim(
             "with test prediction error comparable to ERM and ERM+L2 (at most 50% worse)",

@@ -225,6 +225,7 @@ EXPERIMENT = Experiment(
             "vus_pr",
             "static_lora",
             ("states_as_numbers",),
+            controls=("numeric_only",),  # no states and no adapter must not beat states-as-numbers
         ),
     ),
     metrics=(
