@@ -184,6 +184,14 @@ CLAIMS = (
         where={"budget": (300,)},
     ),
     Claim(
+        "Among the PUCT objectives, ambiguity-only lowers ambiguity fastest",
+        metric="ambiguity_mass_mean",
+        ours="ambiguity_only",
+        versus=("frontier_puct", "screensearch"),
+        controls=("random",),
+        where={"budget": (300,)},
+    ),
+    Claim(
         "Ambiguity-only finds fewer latent states than ScreenSearch",
         metric="latent_coverage",
         ours="screensearch",
