@@ -17,6 +17,7 @@ issue's O((K + M) d^2 + M^2 d) per class.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -200,4 +201,5 @@ def fit_temperature(log_scores: Tensor, labels: Tensor, steps: int = 50) -> floa
         return loss
 
     optimiser.step(closure)
-    return float(log_t.detach().exp().clamp(0.05, 20.0))
+    temperature = float(log_t.detach().exp().clamp(0.05, 20.0))
+    return temperature if math.isfinite(temperature) else 1.0  # a degenerate split keeps T = 1
