@@ -283,18 +283,25 @@ def signed_distance(
     # edges of P_i shifted by -P_j's support point along n_e: -argmin_w n_e . w
     proj_j = np.matmul(ni, vj.transpose(0, 2, 1))  # (P, Vi, Vj): n_e . w
     w_star = np.take_along_axis(vj, proj_j.argmin(axis=2)[..., None], axis=1)  # (P, Vi, 2)
-    seg_a = batch.edge_start[i] - w_star
-    seg_b = batch.edge_end[i] - w_star
-    # edges of -P_j (outward normal -n_f) shifted by P_i's support point along -n_f: argmax_v -n_f . v
-    proj_i = np.matmul(-nj, vi.transpose(0, 2, 1))  # (P, Vj, Vi)
-    v_star = np.take_along_axis(vi, proj_i.argmax(axis=2)[..., None], axis=1)  # (P, Vj, 2)
-    seg_a = np.concatenate([seg_a, v_star - batch.edge_start[j]], axis=1)
-    seg_b = np.concatenate([seg_b, v_star - batch.edge_end[j]], axis=1)
-    normals = np.concatenate([ni, -nj, _unit(delta)[:, None, :]], axis=1)  # the centre direction too
-    # s(n) = n.d - h_M(n) along every candidate normal (h_M(n) = max over M's vertices)
-    m_vertices = np.concatenate([seg_a, seg_b], axis=1)
-    h_m = np.matmul(normals, m_vertices.transpose(0, 2, 1)).max(axis=2)
-    values = np.matmul(normals, delta[:, :, None])[..., 0] - h_m
+    # edges of -P_j (outward normal -n_f) shifted by P_i's support point along -n_f: argmin_v n_f . v
+    proj_i = np.matmul(nj, vi.transpose(0, 2, 1))  # (P, Vj, Vi): n_f . v
+    v_star = np.take_along_axis(vi, proj_i.argmin(axis=2)[..., None], axis=1)  # (P, Vj, 2)
+    start_i, start_j = batch.edge_start[i], batch.edge_start[j]
+    seg_a = np.concatenate([start_i - w_star, v_star - start_j], axis=1)
+    seg_b = np.concatenate([batch.edge_end[i] - w_star, v_star - batch.edge_end[j]], axis=1)
+    # s(n) = n.d - h_Ki(n) - h_Kj(-n) along the candidate normals, from the projections above:
+    # n = n_e (edge of P_i, extreme at its start): n_e.d - n_e.s_e + min_w n_e.w
+    # n = -n_f (edge of P_j): -n_f.d + min_v n_f.v - n_f.s_f;  n = d/|d|: |d| - max_v u.v + min_w u.w
+    unit_d = _unit(delta)
+    along_i = ((ni * (delta[:, None, :] - start_i)).sum(axis=2)) + proj_j.min(axis=2)
+    along_j = proj_i.min(axis=2) - (nj * (delta[:, None, :] + start_j)).sum(axis=2)
+    along_d = (
+        (unit_d * delta).sum(axis=1)
+        - np.matmul(vi, unit_d[:, :, None])[..., 0].max(axis=1)
+        + np.matmul(vj, unit_d[:, :, None])[..., 0].min(axis=1)
+    )
+    values = np.concatenate([along_i, along_j, along_d[:, None]], axis=1)
+    normals = np.concatenate([ni, -nj, unit_d[:, None, :]], axis=1)
     best = values.argmax(axis=1)
     rows = np.arange(len(i))
     s_star = values[rows, best]
