@@ -193,3 +193,15 @@ def test_readme_usage_snippets_run() -> None:
     for block in blocks:
         exec(block.split("```")[0], namespace)
     assert namespace["gsf"].s_star.shape == (2,)
+
+
+def test_experiment_collision_check_agrees_with_shapely_and_bad_episode_count_is_named() -> None:
+    from neurips26.methods.srlmpc.experiment import SRLMPCExperimentConfig, evaluate_episode, shapely_overlap
+
+    env = ShapeCrowdEnv(CrowdConfig(scenario="corridor", n_bodies=4, max_steps=40))
+    nominal = HOCBFMPCController(use_cbf=False)
+    outcome = evaluate_episode(env, nominal, seed=0)
+    assert outcome["collision"] == 1.0 and outcome["success"] == 0.0  # straight into the wall or a body
+    assert shapely_overlap(env) == (env.robot_separations().min() < -1e-6)
+    with pytest.raises(ValueError, match="episodes"):
+        SRLMPCExperimentConfig(episodes=0)
