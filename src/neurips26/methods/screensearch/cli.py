@@ -1,7 +1,8 @@
 """``neurips26 screensearch explore``: explore an app into a persistent, deduplicated state graph.
 
-``neurips26 screensearch explore --app synthetic --workers 2 --budget 1000 --db graph.sqlite``
-(only ``--app synthetic`` exists so far; the AT-SPI and web backends are not built yet).
+``neurips26 screensearch explore --app galculator --workers 2 --budget 1000 --db graph.sqlite``
+(``--app synthetic`` runs anywhere; ``galculator`` and the web fixtures ``web_wizard``, ``web_todo``,
+``web_settings`` need the Debian packages in the README).
 ``--workers N > 1`` runs N explorers as Ray actors with one graph-store actor as the single SQLite
 writer; ``--workers 1`` runs the same code in-process.
 """
@@ -27,12 +28,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``explore`` and ``export`` subcommands to ``parser``."""
     sub = parser.add_subparsers(dest="screensearch_command", required=True)
     explore = sub.add_parser("explore", help="explore an app into a state graph (SQLite)")
-    explore.add_argument("--app", default="synthetic", help="synthetic (real-app backends: not yet)")
+    explore.add_argument(
+        "--app", default="synthetic", help="synthetic, galculator, web_wizard, web_todo or web_settings"
+    )
     explore.add_argument("--policy", default="screensearch", help=f"one of {', '.join(POLICY_NAMES)}")
     explore.add_argument("--budget", type=int, default=300, help="actions per worker (replays included)")
     explore.add_argument("--workers", type=int, default=1, help="explorers; > 1 uses Ray actors")
     explore.add_argument("--db", default="graph.sqlite", help="the SQLite state graph (created or resumed)")
     explore.add_argument("--seed", type=int, default=0, help="policy seed (and the synthetic world's)")
+    explore.add_argument(
+        "--dedup-threshold",
+        type=float,
+        default=None,
+        help="Jaccard for one state (default: 0.85 synthetic, 1.0 real)",
+    )
     export = sub.add_parser("export", help="export a state graph to GraphML and/or a JSONL corpus")
     export.add_argument("--db", required=True, help="the SQLite state graph")
     export.add_argument("--graphml", default=None, help="write GraphML here")
@@ -41,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run one ``screensearch`` subcommand; print one line per failure and return an exit code."""
+    from neurips26.bench.experiment import NotApplicable
     from neurips26.methods.screensearch.backends import BackendUnavailable
+    from neurips26.methods.screensearch.experiment import APPS
     from neurips26.methods.screensearch.graph import StateGraph
 
     try:
@@ -55,6 +66,8 @@ def main(args: argparse.Namespace) -> int:
             return 0
         if args.policy not in POLICY_NAMES:
             raise ValueError(f"--policy={args.policy!r} unknown; choose one of {', '.join(POLICY_NAMES)}")
+        if args.app not in APPS:
+            raise ValueError(f"--app={args.app!r} unknown; choose one of {', '.join(APPS)}")
         if args.budget <= 0:
             raise ValueError(f"--budget must be > 0, got {args.budget}")
         if args.workers < 1:
@@ -68,6 +81,7 @@ def main(args: argparse.Namespace) -> int:
             workers=args.workers,
             db=args.db,
             seed=args.seed,
+            dedup_threshold=args.dedup_threshold,
         )
         print(
             f"{args.app}: {summary['actions']} actions by {args.workers} worker(s), "
@@ -76,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
             f"{summary['crashes']} crashes -> {args.db}"
         )
         return 0
-    except (ValueError, TypeError, BackendUnavailable) as error:
+    except (ValueError, TypeError, BackendUnavailable, NotApplicable) as error:
         print(f"screensearch: {error}", file=sys.stderr)
         return 1
 

@@ -47,8 +47,16 @@ def ingest(graph: StateGraph, events: list[tuple], worker: str) -> dict[str, int
     return {"transitions": transitions}
 
 
-def run_worker(app: str, policy: str, budget: int, seed: int, worker: str) -> dict[str, Any]:
-    """One explorer, in this process: returns its event log and counters."""
+REAL_APP_DEDUP = 1.0  # ours: on real apps the content is the state (a calculator display): exact dedup
+
+
+def run_worker(
+    app: str, policy: str, budget: int, seed: int, worker: str, dedup_threshold: float | None = None
+) -> dict[str, Any]:
+    """One explorer, in this process: returns its event log and counters.
+
+    ``dedup_threshold=None``: the config default on the synthetic world, 1.0 (exact) on real apps.
+    """
     from neurips26.methods.screensearch.config import ScreenSearchConfig
     from neurips26.methods.screensearch.experiment import POLICIES, ScreenSearchExperimentConfig, make_backend
     from neurips26.methods.screensearch.explorer import Explorer
@@ -56,6 +64,10 @@ def run_worker(app: str, policy: str, budget: int, seed: int, worker: str) -> di
     if policy not in SYSTEM_OVERRIDES:
         raise ValueError(f"policy={policy!r} unknown; choose one of {sorted(SYSTEM_OVERRIDES)}")
     kind, overrides = SYSTEM_OVERRIDES[policy]
+    if dedup_threshold is None and app != "synthetic":
+        dedup_threshold = REAL_APP_DEDUP
+    if dedup_threshold is not None:
+        overrides = {**overrides, "dedup_threshold": dedup_threshold}
     backend = make_backend(ScreenSearchExperimentConfig(app=app), seed)
     try:
         explorer = Explorer(
@@ -79,7 +91,13 @@ def run_worker(app: str, policy: str, budget: int, seed: int, worker: str) -> di
 
 
 def explore(
-    app: str, policy: str, budget: int, workers: int, db: str, seed: int = 0, world_seed: int | None = None
+    app: str,
+    policy: str,
+    budget: int,
+    workers: int,
+    db: str,
+    seed: int = 0,
+    dedup_threshold: float | None = None,
 ) -> dict[str, int]:
     """Explore ``app`` with ``workers`` explorers into the graph at ``db``; returns a summary.
 
@@ -90,20 +108,23 @@ def explore(
     if budget <= 0:
         raise ValueError(f"budget must be > 0, got {budget}")
     if workers == 1:
-        results = [run_worker(app, policy, budget, seed, "w0")]
-        graph = StateGraph(db)
+        results = [run_worker(app, policy, budget, seed, "w0", dedup_threshold)]
+        graph = StateGraph(db, dedup_threshold=_threshold(app, dedup_threshold))
         ingest(graph, results[0]["events"], "w0")
     else:
         import ray
 
         if not ray.is_initialized():
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        store = ray.remote(GraphStore).remote(db)
-        actors = [ray.remote(ExplorerWorker).remote(app, policy, seed, f"w{i}") for i in range(workers)]
+        threshold = _threshold(app, dedup_threshold)
+        store = ray.remote(GraphStore).remote(db, threshold)
+        actors = [
+            ray.remote(ExplorerWorker).remote(app, policy, seed, f"w{i}", threshold) for i in range(workers)
+        ]
         results = ray.get([a.explore.remote(budget) for a in actors])
         ray.get([store.ingest.remote(r["events"], f"w{i}") for i, r in enumerate(results)])
         ray.get(store.close.remote())
-        graph = StateGraph(db)
+        graph = StateGraph(db, dedup_threshold=threshold)
     summary = {
         "actions": sum(r["actions"] for r in results),
         "replays": sum(r["replays"] for r in results),
@@ -116,11 +137,19 @@ def explore(
     return summary
 
 
+def _threshold(app: str, dedup_threshold: float | None) -> float:
+    if dedup_threshold is not None:
+        return dedup_threshold
+    from neurips26.methods.screensearch.config import ScreenSearchConfig
+
+    return ScreenSearchConfig().dedup_threshold if app == "synthetic" else REAL_APP_DEDUP
+
+
 class GraphStore:
     """The single writer of the shared SQLite graph (a Ray actor in scale-out, a plain object otherwise)."""
 
-    def __init__(self, db: str) -> None:
-        self.graph = StateGraph(db)
+    def __init__(self, db: str, dedup_threshold: float = 0.85) -> None:
+        self.graph = StateGraph(db, dedup_threshold=dedup_threshold)
 
     def ingest(self, events: list[tuple], worker: str) -> dict[str, int]:
         return ingest(self.graph, events, worker)
@@ -138,8 +167,12 @@ class GraphStore:
 class ExplorerWorker:
     """One explorer with its own backend (a Ray actor in scale-out)."""
 
-    def __init__(self, app: str, policy: str, seed: int, name: str) -> None:
+    def __init__(
+        self, app: str, policy: str, seed: int, name: str, dedup_threshold: float | None = None
+    ) -> None:
         self.app, self.policy, self.seed, self.name = app, policy, seed, name
+        self.dedup_threshold = dedup_threshold
 
     def explore(self, budget: int) -> dict[str, Any]:
-        return run_worker(self.app, self.policy, budget, self.seed + int(self.name[1:]), self.name)
+        seed = self.seed + int(self.name[1:])
+        return run_worker(self.app, self.policy, budget, seed, self.name, self.dedup_threshold)

@@ -232,8 +232,8 @@ EXPERIMENT = Experiment(
     metrics=METRICS,
     systems=SYSTEMS,
     profiles={
-        "smoke": Profile("smoke", budget_s=20, seeds=1, overrides={"budget": 60, "pages": 20}),
-        "default": Profile("default", budget_s=150, seeds=10, grid={"budget": [100, 300]}),
+        "smoke": Profile("smoke", budget_s=5, seeds=1, overrides={"budget": 60, "pages": 20}),
+        "default": Profile("default", budget_s=75, seeds=10, grid={"budget": [100, 300]}),
         "full": Profile("full", budget_s=1800, seeds=10, grid={"budget": [300, 1000, 2000]}),
         "real": Profile(
             "real",
