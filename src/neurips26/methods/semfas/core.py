@@ -157,7 +157,8 @@ def born_decomposition(
 
 def purity(head_states: Tensor, head_weights: Tensor) -> Tensor:
     """Tr(rho^2) = sum_{k,l} pi_k pi_l |<Psi_k|Psi_l>|^2 without forming rho ([B])."""
-    overlaps = torch.einsum("bkd,bld->bkl", head_states.conj(), head_states).abs().square()
+    overlaps = head_states.conj() @ head_states.transpose(-2, -1)  # <Psi_k|Psi_l>
+    overlaps = overlaps.real.square() + overlaps.imag.square() if overlaps.is_complex() else overlaps.square()
     return torch.einsum("k,bkl,l->b", head_weights, overlaps, head_weights)
 
 

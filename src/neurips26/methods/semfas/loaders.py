@@ -130,7 +130,7 @@ def wmca(root: str | Path, split: str = "train", size: int = 32) -> MultiModalFA
 
 
 def padisi(root: str | Path, split: str = "train", size: int = 32) -> MultiModalFASDataset:
-    """PADISI-Face frames exported per sample (``color.png``, ``depth.png``, ``nir.png``) + ``<split>.csv``."""
+    """PADISI-Face frames exported per sample (``color.png``, ``depth.png``, ``nir.png``), ``<split>.csv``."""
     return _exported(Path(root), split, "nir.png", size)
 
 
