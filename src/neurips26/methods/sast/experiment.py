@@ -395,4 +395,5 @@ EXPERIMENT = Experiment(
     },
     run=run,
     ours="sast",
+    pareto_x="flip_rate",  # the report also plots accuracy against flip rate, one point per system
 )
