@@ -6,7 +6,8 @@
 2. The online fake-quant step (ours, fused, 16 dialects; also with SeDA's sub-books) vs torchao's
    emulated MXFP4 cast (``MXTensor.to_mx`` + ``dequantize``) on the same tensor. Target: <= 2x.
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_semanticdialect.py --out results/semanticdialect/benchmarks/speed.json``
+Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_semanticdialect.py --out FILE``; the README figures come
+from ``--out results/semanticdialect/benchmarks/speed.json``.
 """
 
 from __future__ import annotations
