@@ -40,7 +40,7 @@ def images(seed: int = 0, size: int = 32, batch: int = 1) -> np.ndarray:
 
 
 def half_structure_half_texture(size: int = 48, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Left half: a few strong straight edges (structure); right half: fine random texture. (image, right mask)"""
+    """Left: a few strong straight edges (structure); right: fine random texture. Returns (image, right)."""
     rng = np.random.default_rng(seed)
     image = np.full((size, size, 3), 0.5)
     half = size // 2

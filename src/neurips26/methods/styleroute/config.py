@@ -26,8 +26,10 @@ class StyleRouteConfig:
     weight_texture: float = param(1.5, "ours: a in r = sigmoid(a T - b S - c D + d), on z-scored confidences")
     weight_structure: float = param(1.5, "ours: b, equal to a so neither confidence dominates")
     weight_disagreement: float = param(1.0, "ours: c, smaller: D is a noisy two-run probe")
-    smoothing_steps: int = param(2, "ours: graph smoothing steps over the region adjacency graph")
-    smoothing_rate: float = param(0.5, "ours: r <- (1 - rate) r + rate * mean of neighbours, per step")
+    smoothing_steps: int = param(1, "ours: graph smoothing steps over the region adjacency graph")
+    smoothing_rate: float = param(
+        0.25, "ours: r <- (1 - rate) r + rate * mean of neighbours; light, so the map stays decisive"
+    )
     feather_sigma: float = param(1.5, "ours: Gaussian feathering (px) of the region map to a pixel map")
     route_mode: str = param("full", f"ours: {ROUTE_MODES}; the ablations and the random-routing control")
     # --- how: start times, probes, anchoring, guidance

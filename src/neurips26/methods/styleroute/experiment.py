@@ -30,6 +30,7 @@ from neurips26.methods.styleroute import baselines
 from neurips26.methods.styleroute.config import StyleRouteConfig
 from neurips26.methods.styleroute.data import CONTENTS, load_content, load_style, object_mask
 from neurips26.methods.styleroute.metrics import (
+    StyleReference,
     eval_gram_distance,
     histogram_hellinger,
     hypervolume_2d,
@@ -143,6 +144,11 @@ def _pipeline(style: str) -> StyleRoutePipeline:
     return StyleRoutePipeline(load_prior(style), make_scheduler())
 
 
+@lru_cache(maxsize=8)
+def _style_reference(style: str) -> StyleReference:
+    return StyleReference(load_style(style))
+
+
 def pair_for_seed(seed: int, count: int) -> tuple[str, tuple[str, ...]]:
     """The style (seed mod 5) and ``count`` contents (drawn by the seed) of one seed."""
     rng = np.random.default_rng(1_000 + seed)
@@ -207,7 +213,7 @@ def generate(
 
 
 def score(
-    image: np.ndarray, content: np.ndarray, style_image: np.ndarray, mask: np.ndarray
+    image: np.ndarray, content: np.ndarray, style_image: np.ndarray | StyleReference, mask: np.ndarray
 ) -> dict[str, float]:
     """Every metric of one output against its content (structure) and style."""
     texture = ~mask
@@ -231,10 +237,11 @@ def run(
     start = time.perf_counter()
     outputs = generate(system, style, contents, style_image, seed)
     seconds = (time.perf_counter() - start) / (len(contents) * len(outputs))
+    reference = _style_reference(style)
     hv, hv_tex, mids = [], [], []
     for i, content in enumerate(contents):
-        base = score(content, content, style_image, masks[i])
-        points = [score(out[i], content, style_image, masks[i]) for out in outputs]
+        base = score(content, content, reference, masks[i])
+        points = [score(out[i], content, reference, masks[i]) for out in outputs]
         structure = np.array([p["structure"] for p in points])
         hv.append(hypervolume_2d(np.array([p["style_swd"] for p in points]) / base["style_swd"], structure))
         hv_tex.append(
@@ -314,12 +321,28 @@ EXPERIMENT = Experiment(
             },
             systems=("styleroute", "sdedit", "styleid", "region_adain", "global_adain", "gatys", "random_r"),
         ),
-        "default": Profile("default", budget_s=240, seeds=5),
+        "default": Profile(
+            "default",
+            budget_s=300,
+            seeds=5,
+            systems=(
+                "styleroute",
+                "sdedit",
+                "styleid",
+                "region_adain",
+                "global_adain",
+                "gatys",
+                "random_r",
+                "uniform_r",
+                "no_ilvr",
+                "no_projection",
+            ),
+        ),
         "full": Profile(
             "full",
             budget_s=1800,
             seeds=10,
-            overrides={"contents_per_seed": 4, "budgets": [0.2, 0.4, 0.6, 0.8]},
+            overrides={"contents_per_seed": 4},
         ),
     },
     run=run,

@@ -33,13 +33,39 @@ def _lab_patches(image: np.ndarray, patch: int, mask: np.ndarray | None) -> np.n
     return cols
 
 
+class StyleReference:
+    """A style image's evaluation statistics, computed once: Lab patches, evaluation-bank Grams, histogram.
+
+    Every style metric accepts either the style image or this (the experiment scores many outputs
+    against one style).
+    """
+
+    def __init__(self, style: np.ndarray, patch: int = 7, max_patches: int = 1_000, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        patches = _lab_patches(style, patch, None)
+        self.patch = patch
+        self.patches = patches[rng.choice(len(patches), min(len(patches), max_patches), replace=False)]
+        self.image = style
+        with torch.no_grad():
+            self.grams = [gram(f) for f in _eval_bank().features(_to_tensor(style))]
+        self.hist = rgb_uv_histogram(style)
+
+
+def _reference(style: np.ndarray | StyleReference) -> StyleReference:
+    return style if isinstance(style, StyleReference) else StyleReference(style)
+
+
+def _to_tensor(image: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1)[None].float()
+
+
 def patch_swd(
     image: np.ndarray,
-    style: np.ndarray,
+    style: np.ndarray | StyleReference,
     patch: int = 7,
     mask: np.ndarray | None = None,
-    projections: int = 128,
-    max_patches: int = 2_000,
+    projections: int = 64,
+    max_patches: int = 1_000,
     seed: int = 0,
 ) -> float:
     """Sliced Wasserstein distance between 7x7 Lab patches of ``image`` (inside ``mask``) and ``style``."""
@@ -47,11 +73,10 @@ def patch_swd(
 
     rng = np.random.default_rng(seed)
     a = _lab_patches(image, patch, mask)
-    b = _lab_patches(style, patch, None)
+    b = _reference(style).patches
     if len(a) == 0:
         return float("nan")
     a = a[rng.choice(len(a), min(len(a), max_patches), replace=False)]
-    b = b[rng.choice(len(b), min(len(b), max_patches), replace=False)]
     return float(ot.sliced_wasserstein_distance(a, b, n_projections=projections, seed=seed))
 
 
@@ -87,19 +112,23 @@ def gram(features: torch.Tensor) -> torch.Tensor:
     return flat @ flat.transpose(1, 2) / (h * w)
 
 
-_EVAL_BANK: EvaluationBank | None = None
+_EVAL_BANK: list[EvaluationBank] = []
 
 
-def eval_gram_distance(image: np.ndarray, style: np.ndarray) -> float:
+def _eval_bank() -> EvaluationBank:
+    if not _EVAL_BANK:
+        _EVAL_BANK.append(EvaluationBank())
+    return _EVAL_BANK[0]
+
+
+def eval_gram_distance(image: np.ndarray, style: np.ndarray | StyleReference) -> float:
     """Relative Frobenius Gram distance in the evaluation bank, averaged over its layers."""
-    global _EVAL_BANK
-    _EVAL_BANK = _EVAL_BANK or EvaluationBank()
-    pair = [torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None].float() for x in (image, style)]
     with torch.no_grad():
-        fa, fb = (_EVAL_BANK.features(x) for x in pair)
+        feats = _eval_bank().features(_to_tensor(image))
+    targets = _reference(style).grams
     return float(
         np.mean(
-            [(gram(a) - gram(b)).norm() / gram(b).norm().clamp_min(1e-8) for a, b in zip(fa, fb, strict=True)]
+            [(gram(a) - b).norm() / b.norm().clamp_min(1e-8) for a, b in zip(feats, targets, strict=True)]
         )
     )
 
@@ -119,9 +148,9 @@ def rgb_uv_histogram(image: np.ndarray, bins: int = 32, eps: float = 6.0 / 256) 
     return out / max(out.sum(), 1e-12)
 
 
-def histogram_hellinger(image: np.ndarray, style: np.ndarray) -> float:
+def histogram_hellinger(image: np.ndarray, style: np.ndarray | StyleReference) -> float:
     """Hellinger distance between the RGB-uv histograms of ``image`` and ``style`` (0 = identical)."""
-    p, q = rgb_uv_histogram(image), rgb_uv_histogram(style)
+    p, q = rgb_uv_histogram(image), _reference(style).hist
     return float(np.sqrt(max(0.0, 1.0 - np.sqrt(p * q).sum())))
 
 

@@ -6,7 +6,7 @@ Per SLIC region R (Achanta et al. 2012, skimage) of the content image:
 - texture confidence    T_R = mean z( LBP-histogram entropy, high-frequency ratio, style compatibility )
 - route disagreement    D_R = z( mean |x0_protect - x0_inject| over R )  (computed by the pipeline's probes)
 
-with z the z-score over the image's regions, then
+with z the rank-normalisation over the image's regions (robust to a few extreme regions), then
 
     r_R = sigmoid(a T_R - b S_R - c D_R + d),
 
@@ -28,8 +28,13 @@ from neurips26.methods.styleroute.validation import check_budget, check_image, c
 
 
 def _zscore(values: np.ndarray) -> np.ndarray:
-    std = values.std()
-    return (values - values.mean()) / std if std > 1e-12 else np.zeros_like(values)
+    """Rank-normalise ``values`` over the image's regions (zero mean, unit variance; robust to outliers)."""
+    from scipy.stats import rankdata
+
+    if values.size < 2 or np.ptp(values) < 1e-12:
+        return np.zeros_like(values, dtype=float)
+    ranks = rankdata(values)
+    return (ranks - ranks.mean()) / ranks.std()
 
 
 def region_means(values: np.ndarray, labels: np.ndarray, n_regions: int) -> np.ndarray:
@@ -126,8 +131,13 @@ class RegionRouter:
         gray = content.mean(2)
         tensor = structure_tensor(gray, sigma=1.0, order="rc")
         l1, l2 = structure_tensor_eigenvalues(tensor)
-        coherence = ((l1 - l2) / (l1 + l2 + 1e-8)) ** 2
-        return {"coherent_energy": coherence * (l1 + l2), "edges": canny(gray, sigma=1.0).astype(float)}
+        energy = l1 + l2
+        coherence = ((l1 - l2) / (energy + 1e-8)) ** 2
+        # coherence x energy, damped where the image is flat (energy well below its mean)
+        coherent_energy = coherence * energy / (energy + energy.mean() + 1e-8)
+        # edges count as structure when they are coherent (noise makes incoherent Canny edges)
+        coherent_edges = canny(gray, sigma=1.0) * coherence
+        return {"coherent_energy": coherent_energy, "edges": coherent_edges}
 
     def texture_features(
         self, content: np.ndarray, style: np.ndarray, labels: np.ndarray
@@ -144,9 +154,11 @@ class RegionRouter:
         p = hist / np.maximum(hist.sum(1, keepdims=True), 1)
         entropy = -(p * np.log(np.where(p > 0, p, 1))).sum(1)
         high = gray - gaussian_filter(gray, 1.5)
-        hf_ratio = region_means(high**2, labels, n) / (
-            region_means((gray - gray.mean()) ** 2, labels, n) + 1e-6
-        )
+        # fine-scale energy against coarse-scale (sigma 2) gradient energy: ~1 for texture, low for edges and
+        # flat regions (an edge keeps its gradient after smoothing, texture does not)
+        gy, gx = np.gradient(gaussian_filter(gray, 2.0))
+        fine = region_means(high**2, labels, n)
+        hf_ratio = fine / (fine + 4.0 * region_means(gx**2 + gy**2, labels, n) + 1e-4)
         # style compatibility: -min chi^2 between the region's Lab histogram and the style's tiles' histograms
         bins = np.linspace(-1, 1, 7)
 
