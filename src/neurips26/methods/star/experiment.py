@@ -252,7 +252,7 @@ EXPERIMENT = Experiment(
             },
             systems=("star", "numeric_only", "states_as_numbers", "iforest", "star_shuffled_states"),
         ),
-        "default": Profile("default", budget_s=170, seeds=5, systems=CORE_SYSTEMS),
+        "default": Profile("default", budget_s=325, seeds=5, systems=CORE_SYSTEMS),
         "full": Profile(
             "full", budget_s=1800, seeds=5, overrides={"n_train": 20_000, "n_test": 10_000, "n_steps": 400}
         ),
