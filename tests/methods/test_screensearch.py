@@ -397,3 +397,23 @@ def test_priors_rank_buttons_over_labels_and_learn_from_outcomes() -> None:
     assert p[0] / p[2] > 5 * heuristic[0] / heuristic[2]  # learned: "open" discovers, "quit" does not
     with pytest.raises(ValueError, match="prior"):
         ProposalPrior("oracle")
+
+
+def test_replay_varies_among_equally_short_paths() -> None:
+    graph = StateGraph(dedup_threshold=1.0)
+    for i in range(4):
+        tree = _tree()
+        for child in tree["children"][:3]:
+            child["name"] = f"{child['name']} {i}"
+        screen = Screen.from_tree(tree, "app")
+        graph.add_screen(screen, structural_tokens(screen))
+    actions = graph.actions(1)
+    graph.record(1, actions[0].signature, 2)  # two routes of length 2 from 1 to 4: via 2 or via 3
+    graph.record(1, actions[1].signature, 3)
+    graph.record(2, graph.actions(2)[0].signature, 4)
+    graph.record(3, graph.actions(3)[0].signature, 4)
+    rng = np.random.default_rng(0)
+    varied = {tuple(graph.shortest_path(1, 4, rng)) for _ in range(20)}
+    fixed = {tuple(graph.shortest_path(1, 4)) for _ in range(20)}
+    assert len(varied) == 2 and len(fixed) == 1  # idea off (no rng): one history only
+    assert graph.shortest_path(1, 99, rng) is None

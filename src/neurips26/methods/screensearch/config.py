@@ -30,6 +30,10 @@ class ScreenSearchConfig:
     c_puct: float = param(1.0, "ours: the PUCT exploration constant (AlphaZero's order of magnitude)")
     gamma: float = param(0.9, "ours: discount of frontier states by known-path distance")
     prior: str = param("heuristic", f"ours: proposal prior, one of {PRIORS}")
+    vary_replay_path: bool = param(
+        True,
+        "ours: replay a random one of the shortest paths, so probes reach a state under several histories",
+    )
     max_episode_steps: int = param(25, "ours: reset after 25 actions (deeper than every synthetic page)")
     curve_points: int = param(10, "ours: checkpoints of the discovery and ambiguity-mass curves")
     track_mass: bool = param(True, "ours: compute ambiguity mass at each checkpoint")

@@ -170,7 +170,8 @@ class Explorer:
         if target is None or target == self.state:
             return True
         self.stats.replays += 1
-        path = self.graph.shortest_paths(self.root).get(target)
+        rng = self.rng if self.config.vary_replay_path else None
+        path = self.graph.shortest_path(self.root, target, rng)
         ok = path is not None
         for signature in path or ():
             if self.stats.actions >= self.budget:

@@ -256,6 +256,37 @@ class StateGraph:
                         queue.append(dst)
         return paths
 
+    def shortest_path(self, root: int, target: int, rng=None) -> list[str] | None:
+        """One shortest known path of action signatures from ``root`` to ``target`` (None if unknown).
+
+        With ``rng`` (a ``numpy.random.Generator``) each step back from ``target`` picks uniformly among
+        the edges that lie on some shortest path, so equally short routes (say, two wizard choices leading
+        to the same page) are all used; without it, the first BFS path.
+        """
+        if rng is None:
+            return self.shortest_paths(root).get(target)
+        dist: dict[int, int] = {root: 0}
+        preds: dict[int, list[tuple[int, str]]] = {}
+        queue = deque([root])
+        while queue:
+            state = queue.popleft()
+            for action in self.actions(state):
+                for dst in self.outcomes.get((state, action.signature), ()):
+                    if dst not in dist:
+                        dist[dst] = dist[state] + 1
+                        queue.append(dst)
+                    if dist[dst] == dist[state] + 1:
+                        preds.setdefault(dst, []).append((state, action.signature))
+        if target not in dist:
+            return None
+        path: list[str] = []
+        node = target
+        while node != root:
+            options = preds[node]
+            node, signature = options[int(rng.integers(len(options)))]
+            path.append(signature)
+        return path[::-1]
+
     # ------------------------------------------------------------------ export
     def to_networkx(self):
         """A ``networkx.MultiDiGraph``: nodes carry app, window, visits; edges signature and count."""
