@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _format_row(row: dict) -> str:
     status = "trained" if row["trained"] else "not trained (run `neurips26 zoo train {}`)".format(row["name"])
-    line = f"{row['name']:<11} {row['architecture']:<22} {status}"
+    line = f"{row['name']:<15} {row['architecture']:<22} {status}"
     ev = row.get("evaluation")
     if ev and "context_perplexity" in ev:  # a tiny-*-ctx card (issue #20)
         r, cp = ev["retrieval"], ev["context_perplexity"]
