@@ -255,3 +255,21 @@ def test_parameters_outside_bounds_are_clipped_and_counted() -> None:
 def test_bad_mpc_config_names_the_argument(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         SRLMPCConfig(**kwargs)
+
+
+def test_compiled_kernel_equals_the_vectorised_numpy_path() -> None:
+    from neurips26.methods.srlmpc.geometry_kernel import HAVE_NUMBA
+
+    if not HAVE_NUMBA:
+        pytest.skip("numba not installed: only the numpy path exists")
+    rng = np.random.default_rng(5)
+    shapes = [geo.random_convex_polygon(rng, 0.5).rotated(rng.uniform(0, 6)) for _ in range(8)]
+    shapes += [geo.disc(0.3), geo.rectangle(1.0, 0.3), geo.ellipse(0.3, 0.1), geo.disc(0.2)]
+    batch = geo.ShapeBatch.from_shapes(shapes)
+    i, j = np.triu_indices(len(shapes), 1)
+    for _ in range(5):
+        pos = rng.uniform(-1.5, 1.5, (len(shapes), 2))
+        s1, n1 = geo.signed_distance(pos, batch, i, j, compiled=True)
+        s2, n2 = geo.signed_distance(pos, batch, i, j, compiled=False)
+        np.testing.assert_allclose(s1, s2, atol=1e-12)
+        np.testing.assert_allclose(n1, n2, atol=1e-9)

@@ -22,6 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neurips26.methods.srlmpc.geometry_kernel import (
+    HAVE_NUMBA,
+    polygon_signed_distance,
+    polygon_support_widths,
+)
+
 SHAPE_KINDS = ("polygon", "rectangle", "ellipse", "disc")
 _ANGLE_GRID = 32  # coarse angle search for pairs with an anisotropic ellipse (then golden-section)
 _GOLDEN_ITERS = 16
@@ -260,7 +266,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def signed_distance(
-    positions: np.ndarray, batch: ShapeBatch, i: np.ndarray, j: np.ndarray
+    positions: np.ndarray, batch: ShapeBatch, i: np.ndarray, j: np.ndarray, compiled: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """s* and n* for the pairs (i[p], j[p]): exact for polygons and discs, angle search for ellipses.
 
@@ -278,6 +284,25 @@ def signed_distance(
     i = np.asarray(i, dtype=int)
     j = np.asarray(j, dtype=int)
     delta = positions[j] - positions[i]  # (P, 2)
+    if compiled and HAVE_NUMBA:  # the same algorithm, one compiled loop per pair (geometry_kernel.py)
+        s_star, n_star = polygon_signed_distance(
+            delta, batch.vertices, batch.edge_start, batch.edge_end, batch.normals, i, j
+        )
+    else:
+        s_star, n_star = _polygon_signed_distance(delta, batch, i, j)
+    s_star = s_star - batch.radius[i] - batch.radius[j]  # isotropic parts: h(n) = r for every n
+    curved = ~(batch.isotropic[i] & batch.isotropic[j])
+    if np.any(curved):
+        idx = np.flatnonzero(curved)
+        s_c, n_c = _angle_search(delta[idx], batch, i[idx], j[idx])
+        s_star[idx], n_star[idx] = s_c, n_c
+    return s_star, n_star
+
+
+def _polygon_signed_distance(
+    delta: np.ndarray, batch: ShapeBatch, i: np.ndarray, j: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The vectorised numpy path: s* and n* of the polygon parts (radii not subtracted)."""
     vi, vj = batch.vertices[i], batch.vertices[j]
     ni, nj = batch.normals[i], batch.normals[j]
     # edges of P_i shifted by -P_j's support point along n_e: -argmin_w n_e . w
@@ -318,12 +343,6 @@ def signed_distance(
     s_star = np.where(outside, dist[rows, nearest], s_star)
     n_out = gap[rows, nearest]
     n_star = np.where(outside[:, None] & (dist[rows, nearest] > 1e-12)[:, None], _unit(n_out), n_star)
-    s_star = s_star - batch.radius[i] - batch.radius[j]  # isotropic parts: h(n) = r for every n
-    curved = ~(batch.isotropic[i] & batch.isotropic[j])
-    if np.any(curved):
-        idx = np.flatnonzero(curved)
-        s_c, n_c = _angle_search(delta[idx], batch, i[idx], j[idx])
-        s_star[idx], n_star[idx] = s_c, n_c
     return s_star, n_star
 
 
@@ -379,10 +398,22 @@ def geometric_separation_features(
     positions: np.ndarray, velocities: np.ndarray, batch: ShapeBatch, i: np.ndarray, j: np.ndarray
 ) -> GSF:
     """GSFs of the pairs (i[p], j[p]) at once (vectorised over pairs)."""
+    i = np.asarray(i, dtype=int)
+    j = np.asarray(j, dtype=int)
     s_star, n_star = signed_distance(positions, batch, i, j)
     rel_v = velocities[j] - velocities[i]
-    width_i = support(batch.vertices[i], batch.ellipse[i], n_star[:, None, :])[:, 0]
-    width_j = support(batch.vertices[j], batch.ellipse[j], -n_star[:, None, :])[:, 0]
+    if HAVE_NUMBA:  # polygon parts compiled, isotropic parts add their radius
+        widths = polygon_support_widths(n_star, batch.vertices, i, j)
+        width_i, width_j = widths[:, 0] + batch.radius[i], widths[:, 1] + batch.radius[j]
+        curved = ~(batch.isotropic[i] & batch.isotropic[j])
+        if np.any(curved):
+            idx = np.flatnonzero(curved)
+            normals = n_star[idx, None, :]
+            width_i[idx] = support(batch.vertices[i[idx]], batch.ellipse[i[idx]], normals)[:, 0]
+            width_j[idx] = support(batch.vertices[j[idx]], batch.ellipse[j[idx]], -normals)[:, 0]
+    else:
+        width_i = support(batch.vertices[i], batch.ellipse[i], n_star[:, None, :])[:, 0]
+        width_j = support(batch.vertices[j], batch.ellipse[j], -n_star[:, None, :])[:, 0]
     return GSF(s_star, n_star, -np.einsum("pd,pd->p", n_star, rel_v), width_i, width_j)
 
 
