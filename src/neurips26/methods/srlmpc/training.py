@@ -153,7 +153,13 @@ def train_all(srlmpc_steps: int, ppo_steps: int, seed: int = 0, grid_episodes: i
     """Grid search, then both PPO policies, all written under ``weights/`` with a card."""
     crowd, config = CrowdConfig(), SRLMPCConfig()
     WEIGHTS.mkdir(exist_ok=True)
-    record: dict[str, Any] = {"seed": seed, "crowd": asdict(crowd)}
+    record: dict[str, Any] = {
+        "command": f"neurips26 srlmpc train --srlmpc-steps {srlmpc_steps} --ppo-steps {ppo_steps} "
+        f"--grid-episodes {grid_episodes} --seed {seed}",
+        "threads": "OMP_NUM_THREADS=1 (one core)",
+        "seed": seed,
+        "crowd": asdict(crowd),
+    }
     start = time.perf_counter()
     grid = grid_search_constant(crowd, config, grid_episodes)
     BEST_CONSTANT.write_text(json.dumps(grid, indent=2) + "\n")
