@@ -210,10 +210,11 @@ class ShapeCrowdEnv(gym.Env):
             side = rng.choice([-1.0, 1.0])
             start = np.array([side * rng.uniform(1.0, radius), rng.uniform(-radius, radius)])
             return start, np.array([-side * rng.uniform(1.0, radius), rng.uniform(-radius, radius)])
-        # corridor: counter-flows through the bottleneck
+        # corridor: counter-flows through the bottleneck (wider waiting areas for more than 10 bodies)
         side = 1.0 if index % 2 else -1.0
-        start = np.array([rng.uniform(-1.5, 1.5), side * rng.uniform(2.0, radius)])
-        return start, np.array([rng.uniform(-1.5, 1.5), -side * rng.uniform(2.0, radius)])
+        half = 1.5 if self.config.n_bodies <= 10 else 3.0
+        start = np.array([rng.uniform(-half, half), side * rng.uniform(2.0, radius)])
+        return start, np.array([rng.uniform(-half, half), -side * rng.uniform(2.0, radius)])
 
     @staticmethod
     def _clear(
