@@ -32,6 +32,7 @@ def test_systems_are_built_from_the_config():
     assert SYSTEMS["sd_seda"](config).n_dialects == 32 and SYSTEMS["sd_seda"](config).decomposition_ratio == 0
     assert SYSTEMS["sd_lut64"](config).n_dialects == 64
     assert SYSTEMS["sd_decomp_random"](config).salient_selection == "random"
+    assert SYSTEMS["sd_seda_kmeans"](config).seda_clustering == "kmeans"
     assert isinstance(SYSTEMS["mxfp4"](config), FormatConfig)
 
 

@@ -60,6 +60,7 @@ SYSTEMS = {
     "sd_lut64": lambda c: _ours(c, n_dialects=64, seda=False, decomposition_ratio=0.0),
     "sd_decomp": lambda c: _ours(c, seda=False),
     "sd_seda": lambda c: _ours(c, decomposition_ratio=0.0),
+    "sd_seda_kmeans": lambda c: _ours(c, decomposition_ratio=0.0, seda_clustering="kmeans"),  # full only
     # negative controls: the same machinery without its idea
     "sd_random_dialect": lambda c: _ours(c, selection="random", seda=False, decomposition_ratio=0.0),
     "sd_seda_random": lambda c: _ours(c, decomposition_ratio=0.0, seda_clustering="random"),
