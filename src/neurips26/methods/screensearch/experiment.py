@@ -233,7 +233,7 @@ EXPERIMENT = Experiment(
     systems=SYSTEMS,
     profiles={
         "smoke": Profile("smoke", budget_s=5, seeds=1, overrides={"budget": 60, "pages": 20}),
-        "default": Profile("default", budget_s=75, seeds=10, grid={"budget": [100, 300]}),
+        "default": Profile("default", budget_s=92, seeds=10, grid={"budget": [100, 300]}),
         "full": Profile("full", budget_s=1800, seeds=10, grid={"budget": [300, 1000, 2000]}),
         "real": Profile(
             "real",
