@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from neurips26.methods.screensearch import Explorer, RandomPolicy, ScreenSearchConfig, ScreenSearchPolicy
+from neurips26.methods.screensearch import (
+    Explorer,
+    RandomPolicy,
+    ScreenSearchConfig,
+    ScreenSearchPolicy,
+    SyntheticGUI,
+)
 from neurips26.methods.screensearch.backends import BackendUnavailable
 
 HAVE_ATSPI = (
@@ -116,7 +122,9 @@ def test_two_ray_workers_leave_a_consistent_graph(tmp_path) -> None:
     graph = StateGraph(db)
     keys = [r[0] for r in graph.conn.execute("SELECT key FROM states")]
     assert len(keys) == len(set(keys)) == graph.num_states  # no duplicate states
-    singles = [run_worker("synthetic", "screensearch", 60, 5 + i, f"w{i}") for i in range(2)]
+    singles = [run_worker("synthetic", "screensearch", 60, 5 + i, f"w{i}", world_seed=5) for i in range(2)]
     truth = {t["screen"] for r in singles for e in r["events"] if e[0] == "screen" for t in [e[4]]}
     merged = {t["screen"] for records in graph.truth.values() for t in records}
     assert merged == truth  # the union of what both workers saw, nothing lost
+    windows = {w for (w,) in graph.conn.execute("SELECT window FROM states")}
+    assert windows <= {p.title for p in SyntheticGUI(seed=5).pages}  # one app: both explored world 5

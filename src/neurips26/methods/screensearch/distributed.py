@@ -51,11 +51,19 @@ REAL_APP_DEDUP = 1.0  # ours: on real apps the content is the state (a calculato
 
 
 def run_worker(
-    app: str, policy: str, budget: int, seed: int, worker: str, dedup_threshold: float | None = None
+    app: str,
+    policy: str,
+    budget: int,
+    seed: int,
+    worker: str,
+    dedup_threshold: float | None = None,
+    world_seed: int | None = None,
 ) -> dict[str, Any]:
     """One explorer, in this process: returns its event log and counters.
 
-    ``dedup_threshold=None``: the config default on the synthetic world, 1.0 (exact) on real apps.
+    ``seed`` seeds the policy, ``world_seed`` (default: ``seed``) the synthetic world, so several workers
+    explore one app with different policy seeds. ``dedup_threshold=None``: the config default on the
+    synthetic world, 1.0 (exact) on real apps.
     """
     from neurips26.methods.screensearch.config import ScreenSearchConfig
     from neurips26.methods.screensearch.experiment import POLICIES, ScreenSearchExperimentConfig, make_backend
@@ -68,7 +76,7 @@ def run_worker(
         dedup_threshold = REAL_APP_DEDUP
     if dedup_threshold is not None:
         overrides = {**overrides, "dedup_threshold": dedup_threshold}
-    backend = make_backend(ScreenSearchExperimentConfig(app=app), seed)
+    backend = make_backend(ScreenSearchExperimentConfig(app=app), seed if world_seed is None else world_seed)
     try:
         explorer = Explorer(
             backend,
@@ -175,4 +183,4 @@ class ExplorerWorker:
 
     def explore(self, budget: int) -> dict[str, Any]:
         seed = self.seed + int(self.name[1:])
-        return run_worker(self.app, self.policy, budget, seed, self.name, self.dedup_threshold)
+        return run_worker(self.app, self.policy, budget, seed, self.name, self.dedup_threshold, self.seed)
