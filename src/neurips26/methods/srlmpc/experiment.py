@@ -277,7 +277,7 @@ EXPERIMENT = Experiment(
         ),
         "default": Profile(
             "default",
-            budget_s=150,  # measured: 144 s wall on one core (results/srlmpc/default.json)
+            budget_s=90,  # measured: 85 s wall on one core (results/srlmpc/default.json)
             seeds=5,
             grid=SCENES,
             systems=(
