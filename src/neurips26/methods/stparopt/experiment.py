@@ -36,6 +36,7 @@ from neurips26.methods.stparopt.pipeline import choose_strategies
 from neurips26.methods.stparopt.profiler import cache_dir
 from neurips26.methods.stparopt.verify import VerifyItem, nvcc_available, nvcc_compile, verify_on_cpu
 
+MODEL_VERSION = 2  # bump when the architecture changes: cached trained models are keyed by it
 SYSTEM_KINDS = (
     "stparopt",
     "static_only",
@@ -136,7 +137,9 @@ def _static_model(config: STParOptExperimentConfig, seed: int, train: LoopSet) -
 
 def _stparopt_model(config: STParOptExperimentConfig, seed: int, train: LoopSet) -> STParOptModel:
     m = config.method
-    path = cache_dir() / f"stparopt_{_key(config.n_train, config.held_out, seed, asdict(m))}.pt"
+    path = (
+        cache_dir() / f"stparopt_{_key(config.n_train, config.held_out, seed, asdict(m), MODEL_VERSION)}.pt"
+    )
     torch.manual_seed(seed)
     model = STParOptModel(m.hidden, m.layers, m.heads, m.tau, m.alpha)
     if path.exists():

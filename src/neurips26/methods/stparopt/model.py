@@ -7,7 +7,7 @@ Static branch: node embedding ``h0 = E[type] + W f`` -> L relational GCN layers 
 
 Dynamic branch (paper: "augments static program graphs with stride-level execution features via
 cross-attention"): tokens ``t_k = W_t phi_k + h_site(k)``; static node embeddings query them,
-``A = softmax(H W_q (T W_k)^T / sqrt(d)) T W_v``; pooled ``[H + A]`` gives fused logits ``z_f``.
+``A = softmax(H W_q (T W_k)^T / sqrt(d)) T W_v``; mean/max-pooled ``A`` gives fused logits ``z_f``.
 
 Fusion (paper: "up-weights dynamic evidence when the static branch's entropy is high"):
 ``g = 1[H_s > tau] * sigmoid(alpha (H_s - tau))``, ``z = (1 - g) z_s + g z_f``. The indicator is ours:
@@ -71,9 +71,13 @@ class CrossAttentionFusion(nn.Module):
         self.token = nn.Linear(N_TOKEN_FEATURES, hidden)
         self.null = nn.Parameter(torch.zeros(1, 1, hidden))
         self.attention = nn.MultiheadAttention(hidden, heads, batch_first=True)
-        self.head = nn.Sequential(nn.Linear(4 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+        self.head = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2))
 
-    def forward(self, h: torch.Tensor, batch: Batch, static_pooled: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """Fused logits (B, 2) from the attended evidence only: the static embeddings choose *which*
+        tokens each node reads (queries, and the site embedding added to each token); the values are the
+        execution tokens. (Feeding the static pooled embedding too let the head ignore the evidence on
+        training loops the static branch had already fitted.)"""
         tokens = self.token(batch.tokens) + h[batch.site_index]  # t_k = W_t phi_k + h_site(k)
         dense_tokens, token_mask = to_dense_batch(tokens, batch.tokens_batch, batch_size=batch.num_graphs)
         null = self.null.expand(batch.num_graphs, 1, -1)
@@ -81,11 +85,11 @@ class CrossAttentionFusion(nn.Module):
         pad = torch.cat([torch.zeros(batch.num_graphs, 1, dtype=torch.bool), ~token_mask], dim=1)
         queries, node_mask = to_dense_batch(h, batch.batch, batch_size=batch.num_graphs)
         attended, _ = self.attention(queries, keys, keys, key_padding_mask=pad)
-        mixed = (queries + attended)[node_mask]
+        mixed = attended[node_mask]  # (N, hidden): per node, a mixture of access-site tokens
         pooled = torch.cat(
             [global_mean_pool(mixed, batch.batch), global_max_pool(mixed, batch.batch)], dim=-1
         )
-        return self.head(torch.cat([static_pooled, pooled], dim=-1))
+        return self.head(pooled)
 
 
 class STParOptModel(nn.Module):
@@ -108,7 +112,7 @@ class STParOptModel(nn.Module):
         gate = entropy_gate(h_s.detach(), self.tau, self.alpha)
         if not use_dynamic or not bool((gate > 0).any()):
             return {"logits": static, "static": static, "fused": static, "entropy": h_s, "gate": gate}
-        fused = self.fusion(h, batch, pooled)
+        fused = self.fusion(h, batch)
         logits = (1 - gate)[:, None] * static + gate[:, None] * fused  # z = (1 - g) z_s + g z_f
         return {"logits": logits, "static": static, "fused": fused, "entropy": h_s, "gate": gate}
 
@@ -207,7 +211,7 @@ def fit_stparopt(
         h = m.static.nodes(batch)
         pooled = m.static.pool(h, batch)
         static = m.static.head(pooled)
-        fused = m.fusion(h, batch, pooled)
+        fused = m.fusion(h, batch)
         gate = entropy_gate(entropy(static), m.tau, m.alpha)
         logits = (1 - gate)[:, None] * static + gate[:, None] * fused
         return F.cross_entropy(fused, y) + F.cross_entropy(logits, y)
