@@ -9,13 +9,14 @@ present) and match the serial C on fresh inputs through the CPU shim.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
 
-from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_int
 from neurips26.methods.stparopt.baselines import gcc_autopar, polly, tokenize, train_token_classifier
@@ -174,6 +175,12 @@ def predict(
         if kind == "gcc_autopar_restrict":  # ours: the programmer's usual fix, assuming no aliasing
             sources = [_add_restrict(s) for s in sources]
         if kind == "polly":
+            if not (shutil.which("clang-14") or shutil.which("clang")) or not (
+                shutil.which("opt-14") or shutil.which("opt")
+            ):
+                raise NotApplicable(
+                    "clang-14/opt-14 are missing: Polly is unavailable (apt-get install clang-14)"
+                )
             verdicts, tool_seconds = polly(sources, [p.function for p in test.programs])
         else:
             verdicts, tool_seconds = gcc_autopar(sources, [f.loops[0].line for f in test.functions])
