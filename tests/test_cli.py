@@ -40,8 +40,15 @@ def test_usage_errors_are_one_line_with_exit_2(argv, message, capsys) -> None:
 
 def test_argparse_errors_exit_2() -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["run", "--profile", "huge"])
+        main(["run", "--jobs", "0"])
     assert exc.value.code == EXIT_USAGE
+
+
+def test_a_method_profile_name_is_accepted_and_an_unknown_one_named(capsys) -> None:
+    assert main(["run", "samhybrid", "--profile", "huge"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "samhybrid: unknown profile 'huge'; choose one of ['default', 'full', 'smoke']" in err
+    assert "samhybrid: samhybrid" not in err
 
 
 def test_run_end_to_end_writes_results_report_and_table(tmp_path, capsys) -> None:

@@ -180,7 +180,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             profile = experiment.profile(args.profile)
             experiment.config_for(profile, {}, overrides)
         except (ValueError, TypeError) as exc:
-            raise UsageError(f"{spec.slug}: {exc}") from None
+            message = str(exc)
+            raise UsageError(
+                message if message.startswith(f"{spec.slug}:") else f"{spec.slug}: {message}"
+            ) from None
         experiments.append((spec, experiment))
 
     out = Path(args.out) if args.out else default_run_dir(args.profile)
@@ -372,7 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "methods", nargs="*", metavar="SLUG", help=f"'all' (default) or some of: {' '.join(SLUGS)}"
     )
-    run.add_argument("--profile", choices=("smoke", "default", "full"), default="default")
+    run.add_argument(
+        "--profile",
+        default="default",
+        metavar="NAME",
+        help="smoke, default (the default), full, or a profile one method defines (see `info SLUG`)",
+    )
     run.add_argument(
         "--seeds", type=_positive_int, default=None, help="seeds per cell (default: the profile's)"
     )
