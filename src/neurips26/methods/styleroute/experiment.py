@@ -309,7 +309,7 @@ EXPERIMENT = Experiment(
     profiles={
         "smoke": Profile(
             "smoke",
-            budget_s=40,
+            budget_s=45,
             seeds=1,
             overrides={
                 "contents_per_seed": 1,
@@ -323,7 +323,7 @@ EXPERIMENT = Experiment(
         ),
         "default": Profile(
             "default",
-            budget_s=300,
+            budget_s=90,
             seeds=5,
             systems=(
                 "styleroute",
