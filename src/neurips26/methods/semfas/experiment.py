@@ -428,7 +428,7 @@ EXPERIMENT = Experiment(
             overrides={"n_per_domain": 60, "method.epochs": 3, "p3": "cw_ps", "mc_passes": 3},
             systems=DEFAULT_SYSTEMS,
         ),
-        "default": Profile("default", budget_s=240, seeds=5, overrides={"p3": ""}, systems=DEFAULT_SYSTEMS),
+        "default": Profile("default", budget_s=180, seeds=5, overrides={"p3": ""}, systems=DEFAULT_SYSTEMS),
         "full": Profile("full", budget_s=3600, seeds=10, overrides={"n_per_domain": 1000}),
     },
     run=run,
