@@ -9,7 +9,11 @@ from neurips26.cli import EXIT_OK, EXIT_USAGE, main
 def test_list_shows_every_method(capsys) -> None:
     assert main(["list"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "samhybrid" in out and "solexecbench" in out and "planned" in out
+    from neurips26.registry import METHODS
+
+    rows = {line.split()[0]: line for line in out.strip().splitlines()[2:21]}
+    assert list(rows) == [spec.slug for spec in METHODS]  # every method, in the catalogue's order
+    assert all(spec.status_text() in rows[spec.slug] for spec in METHODS)
     assert len(out.strip().splitlines()) == 19 + 2 + 2  # header, rule, methods, blank, total
     assert "default profile: about" in out
 
