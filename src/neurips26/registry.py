@@ -282,12 +282,12 @@ TOOLS: dict[str, tuple[str, str]] = {
         "neurips26.methods.solexecbench.cli",
         "evaluate kernel solutions scored against the SOL",
     ),
+    "styleroute": ("neurips26.methods.styleroute.cli", "single-image diffusion priors: train-prior, priors"),
     "screensearch": (
         "neurips26.methods.screensearch.cli",
         "explore an app into a deduplicated state graph (synthetic, galculator, web)",
     ),
     "srlmpc": ("neurips26.methods.srlmpc.cli", "SRL-MPC: grid-tune constants, train the PPO tuner and PPO"),
-    "styleroute": ("neurips26.methods.styleroute.cli", "single-image diffusion priors: train-prior, priors"),
     "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> verdicts and CUDA: analyze, translate, train"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
 }
