@@ -16,12 +16,14 @@ from neurips26.zoo.evaluation import heldout_perplexity, heldout_tokens, probe_s
 # (see the cards), so the end-to-end test checks that the card's measurements reproduce and that the model
 # is a real language model (held-out perplexity far below the unigram model's).
 COMMITTED = ("tiny-llama", "tiny-mla", "tiny-qwen3")
+# zoo v2 (issue #20): trained from a written circuit; their own card format, tested in tests/zoo/test_ctx.py.
+COMMITTED_CTX = ("tiny-llama-ctx", "tiny-mla-ctx", "tiny-qwen3-ctx")
 
 
 def test_committed_list_matches_the_checkpoints_on_disk():
     trained = {row["name"] for row in zoo.list_models() if row["trained"]}
-    assert trained == set(COMMITTED)
-    for name in COMMITTED:
+    assert trained == set(COMMITTED) | set(COMMITTED_CTX)
+    for name in COMMITTED + COMMITTED_CTX:
         assert (zoo.checkpoint_dir(name) / "MODEL_CARD.md").is_file()
 
 
