@@ -31,7 +31,6 @@ def test_info_shows_defaults_with_sources(capsys) -> None:
         (["run", "samhybrid", "--set", "bad=1"], "valid keys"),
         (["run", "samhybrid", "--set", "method.rho=-1"], "rho must be finite and >= 0"),
         (["run", "samhybrid", "--set", "novalue"], "key=value"),
-        (["run", "styleroute"], "is planned"),
         (["info", "nosuch"], "unknown method"),
         (["report", "/nonexistent/run"], "not a run folder"),
     ],
@@ -121,3 +120,12 @@ def test_publish_then_readme_refresh_round_trip(tmp_path, monkeypatch, capsys) -
     assert main(["report", "--readme", "samhybrid", "--profile", "smoke"]) == EXIT_OK
     text = readme.read_text()
     assert "old" not in text and "results/samhybrid/smoke.json" in text and "--publish" in text
+
+
+def test_a_planned_method_says_so_instead_of_running() -> None:
+    from neurips26.registry import MethodSpec
+
+    planned = MethodSpec("future", "A future paper", "agent", "api", "a claim")
+    assert planned.status == "planned"
+    with pytest.raises(LookupError, match="'future' is planned, not built yet"):
+        planned.load_experiment()

@@ -129,9 +129,8 @@ class DynamicOnly(nn.Module):
         t = self.encode(batch.tokens)
         mean = torch.zeros(batch.num_graphs, t.shape[1]).index_add_(0, batch.tokens_batch, t)
         counts = torch.bincount(batch.tokens_batch, minlength=batch.num_graphs).clamp(min=1)[:, None]
-        peak = torch.full((batch.num_graphs, t.shape[1]), -1e4).index_reduce_(
-            0, batch.tokens_batch, t, "amax"
-        )
+        rows = batch.tokens_batch[:, None].expand_as(t)  # scatter_reduce: index_reduce's stable equivalent
+        peak = torch.full((batch.num_graphs, t.shape[1]), -1e4).scatter_reduce_(0, rows, t, reduce="amax")
         return self.head(torch.cat([mean / counts, peak.clamp(min=-1e3)], dim=-1))
 
 
