@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from neurips26.data.probes import ProbeSample, make_probe
+from neurips26.data.probes import make_probe
 from neurips26.zoo.circuits import CircuitLayout, circuit_report, install_circuit
 from neurips26.zoo.specs import ModelSpec, TrainConfig
 from neurips26.zoo.tokenizer import TOKENIZER_DIR, load_tokenizer
@@ -28,9 +28,10 @@ from neurips26.zoo.training import (
     CorpusTokens,
     _learning_rate,
     _optimizer,
-    _repeat_sample,
     _weighted_loss,
     load_corpus_tokens,
+    place_sample,
+    plain_sample,
     save_checkpoint,
 )
 
@@ -108,11 +109,8 @@ def ctx_batch(
     chosen = []
     for b in range(batch):
         kind = kinds[int(rng.choice(len(kinds), p=probs))]
-        if kind == "text":
-            sample = ProbeSample(data.haystack.window(rng, seq_len), [], "text")
-        elif kind == "repeat":
-            sample = _repeat_sample(data, rng, seq_len)
-        else:
+        sample = plain_sample(kind, data, rng, seq_len)
+        if sample is None:
             kwargs: dict[str, Any] = {"value_ok": settings["value_ok"]}
             if kind == "kv":
                 most = max(1, min(cfg.max_bindings, (seq_len - 1) // 24))  # a binding + query: <= 24 tokens
@@ -120,11 +118,7 @@ def ctx_batch(
             elif kind == "mqar":
                 kwargs.update(keys=settings["keys"], n_pairs=int(min(32, max(4, seq_len // 32))))
             sample = make_probe(kind, tokenizer, data.haystack, data.newline_mask, rng, seq_len, **kwargs)
-        row = sample.ids[:seq_len]
-        ids[b, : len(row)] = row
-        for start, end in sample.spans:
-            if end <= seq_len:
-                weights[b, start:end] = cfg.answer_weight
+        place_sample(ids, weights, b, sample, tokenizer.eos_token_id, cfg.answer_weight)
         chosen.append(kind)
     return ids, weights, chosen
 

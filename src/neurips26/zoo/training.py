@@ -114,29 +114,45 @@ def build_batch(
     chosen = []
     for b in range(batch):
         kind = kinds[int(rng.choice(len(kinds), p=probs))]
-        if kind == "text":
-            sample = ProbeSample(data.haystack.window(rng, seq_len), [], "text")
-        elif kind == "repeat":
-            sample = _repeat_sample(data, rng, seq_len)
-        elif kind == "randrep":
+        sample = plain_sample(kind, data, rng, seq_len)
+        if sample is None and kind == "randrep":
             sample = _random_repeat_sample(
                 data, rng, seq_len, len(tokenizer), alphabet=randrep_alphabet, max_period=randrep_max_period
             )
-        elif kind == "randmqar":
+        elif sample is None and kind == "randmqar":
             sample = random_mqar_sample(rng, seq_len, len(tokenizer))
-        else:
+        elif sample is None:
             kwargs = _probe_kwargs(kind, seq_len, rng, cfg)
             if kind != "passkey":
                 kwargs["keys"] = data.keys
             sample = make_probe(kind, tokenizer, data.haystack, data.newline_mask, rng, seq_len, **kwargs)
-        row = sample.ids[:seq_len]
-        ids[b, : len(row)] = row
-        ids[b, len(row) :] = tokenizer.eos_token_id
-        for start, end in sample.spans:
-            if end <= seq_len:
-                weights[b, start:end] = cfg.answer_weight
+        place_sample(ids, weights, b, sample, tokenizer.eos_token_id, cfg.answer_weight)
         chosen.append(kind)
     return ids, weights, chosen
+
+
+def plain_sample(kind: str, data: CorpusTokens, rng: np.random.Generator, seq_len: int) -> ProbeSample | None:
+    """The kinds every training mixture shares: a text window (``text``) or a chunk and its copy
+    (``repeat``); ``None`` for any other kind (probes are the caller's)."""
+    if kind == "text":
+        return ProbeSample(data.haystack.window(rng, seq_len), [], "text")
+    if kind == "repeat":
+        return _repeat_sample(data, rng, seq_len)
+    return None
+
+
+def place_sample(
+    ids: np.ndarray, weights: np.ndarray, row: int, sample: ProbeSample, eos_id: int, answer_weight: float
+) -> None:
+    """Write ``sample`` into batch row ``row`` (cut to the sequence length, eos-padded) and weigh the loss
+    of its answer spans by ``answer_weight``."""
+    seq_len = ids.shape[1]
+    tokens = sample.ids[:seq_len]
+    ids[row, : len(tokens)] = tokens
+    ids[row, len(tokens) :] = eos_id
+    for start, end in sample.spans:
+        if end <= seq_len:
+            weights[row, start:end] = answer_weight
 
 
 def _repeat_sample(data: CorpusTokens, rng: np.random.Generator, seq_len: int) -> ProbeSample:
