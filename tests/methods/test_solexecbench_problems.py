@@ -171,5 +171,5 @@ def test_extra_rung_passes_in_the_sandbox(rung):
         correctness_rounds=2, min_reps=5, max_reps=6, time_budget_s=0.02, timeout_s=300.0
     )
     with SolExecBench(config) as bench:
-        result = evaluate_extra_rung(bench, problem, rung)
+        result = evaluate_extra_rung(bench, problem, rung, SolExecBenchExperimentConfig().compile_file_bytes)
     assert result.statuses == ["PASSED"], result.traces[0].evaluation.log

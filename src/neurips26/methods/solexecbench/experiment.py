@@ -177,7 +177,7 @@ def run(
 
 
 def evaluate_extra_rung(
-    bench: SolExecBench, problem: Problem, rung: str, compile_file_bytes: int = 2**30
+    bench: SolExecBench, problem: Problem, rung: str, compile_file_bytes: int
 ) -> EvaluationResult:
     """The C++ rung (built once per sandbox, cached by source hash) or the torch.compile rung (inductor
     writes large objects: a bench with a ``compile_file_bytes`` file-size limit on the same sandbox)."""
