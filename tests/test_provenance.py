@@ -69,6 +69,37 @@ def test_readme_results_block_is_generated_from_the_committed_json(spec) -> None
     )
 
 
+OTHER_PROFILES = sorted(p for p in RESULTS.glob("*/*.json") if p.stem != "default")
+
+
+@pytest.mark.parametrize("published", OTHER_PROFILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_other_profiles_results_blocks_are_generated_from_their_json(published: Path) -> None:
+    """A README that shows a full (or other) profile's results shows exactly its committed JSON."""
+    readme = PACKAGE / "methods" / published.parent.name / "README.md"
+    block = current_readme_block(readme, published.stem) if readme.is_file() else None
+    if block is None:
+        pytest.skip(f"{readme} shows no {published.stem} results block")
+    assert block == readme_block(read_result(published)), (
+        f"{readme}'s {published.stem} block differs from {published}: run "
+        f"`neurips26 report --readme {published.parent.name} --profile {published.stem}`"
+    )
+
+
+def test_profile_markers_keep_blocks_apart(tmp_path: Path) -> None:
+    from neurips26.report import refresh_method_readme, results_markers
+
+    readme = tmp_path / "README.md"
+    default_start, default_end = results_markers()
+    full_start, full_end = results_markers("full")
+    readme.write_text(f"a\n{default_start}\nold\n{default_end}\nb\n{full_start}\nold full\n{full_end}\n")
+    result = read_result(sorted(RESULTS.glob("*/default.json"))[0])
+    full = {**result, "run_info": {**result["run_info"], "profile": "full"}}
+    assert refresh_method_readme(readme, full)
+    text = readme.read_text()
+    assert "old full" not in text and "\nold\n" in text  # only the full block changed
+    assert current_readme_block(readme, "full") == readme_block(full)
+
+
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

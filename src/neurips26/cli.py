@@ -327,7 +327,7 @@ def _rejudge_published(slugs: Sequence[str], profile: str) -> int:
 def _refresh_readmes(slugs: Sequence[str], profile: str) -> int:
     """Rewrite each method README's results block from ``results/<slug>/<profile>.json``."""
     from neurips26.bench.results import read_result
-    from neurips26.report import refresh_method_readme
+    from neurips26.report import refresh_method_readme, results_markers
 
     for slug in slugs:
         _spec_or_usage_error(slug)
@@ -339,7 +339,8 @@ def _refresh_readmes(slugs: Sequence[str], profile: str) -> int:
         if refresh_method_readme(readme, read_result(path)):
             print(f"{slug}: refreshed {readme} from {path}")
         else:
-            print(f"{slug}: {readme} has no results markers")
+            start, _ = results_markers(profile)
+            print(f"{slug}: {readme} has no {start} markers (add them where the {profile} results go)")
     return EXIT_OK
 
 

@@ -138,6 +138,17 @@ def test_claim_where_restricts_the_verdict_to_listed_grid_points(tmp_path) -> No
     assert claim.covers({"outlier_fraction": 0.2}) and not claim.covers({"outlier_fraction": 0.05})
 
 
+def test_claim_profiles_judge_the_claim_only_in_the_named_profiles(tmp_path) -> None:
+    scoped = replace(TOY_EXPERIMENT.claims[0], text="only in smoke", profiles=("smoke",))
+    experiment = replace(TOY_EXPERIMENT, claims=(TOY_EXPERIMENT.claims[0], scoped))
+    smoke = run_experiment(experiment, REF, tmp_path / "smoke", profile="smoke")
+    default = run_experiment(experiment, REF, tmp_path / "default", profile="default")
+    assert [c["text"] for c in smoke["claims"]][-1] == "only in smoke"
+    assert "only in smoke" not in [c["text"] for c in default["claims"]] and len(default["claims"]) == 1
+    with pytest.raises(ValueError, match="unknown profile 'nope'"):
+        replace(TOY_EXPERIMENT, claims=(replace(scoped, profiles=("nope",)),))
+
+
 def test_a_nan_on_a_claimed_metric_is_a_visible_failure(tmp_path) -> None:
     result = run_experiment(
         TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", overrides={"nan_system": "median"}

@@ -47,6 +47,8 @@ class Claim:
     ``per_point=True`` checks the claim at every grid point and reproduces only if all do.
     ``where`` restricts the claim to grid points whose values are listed, e.g.
     ``{"keep_ratio": (0.125, 0.0625)}`` for a claim made only at aggressive compression.
+    ``profiles`` restricts the claim to the named profiles (all when empty), for a claim whose metric only
+    a dedicated profile measures (e.g. retrieval probes too costly for ``default``).
     """
 
     text: str
@@ -60,6 +62,11 @@ class Claim:
     controls: tuple[str, ...] = ()
     per_point: bool = True
     where: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    profiles: tuple[str, ...] = ()
+
+    def judged_in(self, profile: str) -> bool:
+        """Whether the claim is judged in the profile named ``profile``."""
+        return not self.profiles or profile in self.profiles
 
     def covers(self, point: Mapping[str, Any]) -> bool:
         """Whether the claim is made at grid point ``point``."""
@@ -88,7 +95,7 @@ class Claim:
             raise ValueError(f"Claim.versus must not contain ours ({self.ours!r})")
         if self.ours in self.controls:
             raise ValueError(f"Claim.controls must not contain ours ({self.ours!r})")
-        for name in ("versus", "controls"):
+        for name in ("versus", "controls", "profiles"):
             if isinstance(getattr(self, name), str):
                 raise TypeError(f"Claim.{name} must be a tuple of system names, got a string")
 
@@ -194,6 +201,9 @@ class Experiment:
             for system in (claim.ours, *claim.versus, *claim.controls):
                 if system not in self.systems:
                     raise ValueError(f"{self.slug}: claim names unknown system {system!r}")
+            for profile_name in claim.profiles:
+                if profile_name not in self.profiles:
+                    raise ValueError(f"{self.slug}: claim names unknown profile {profile_name!r}")
         for required in ("smoke", "default"):
             if required not in self.profiles:
                 raise ValueError(f"{self.slug}: profile {required!r} is required")

@@ -394,7 +394,11 @@ def aggregate(
         },
         "metrics": [asdict(m) for m in experiment.metrics],
         "systems": systems,
-        "claims": [evaluate_claim(experiment, profile, claim, cells) for claim in experiment.claims],
+        "claims": [
+            evaluate_claim(experiment, profile, claim, cells)
+            for claim in experiment.claims
+            if claim.judged_in(profile.name)
+        ],
         "cells": [{k: v for k, v in c.items() if k != "schema"} for c in cells],
         "meta_info": {},
     }
