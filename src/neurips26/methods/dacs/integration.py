@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from neurips26.core.validation import check_int
 from neurips26.methods.dacs.config import DACSConfig
 from neurips26.methods.dacs.core import (
     EdgeRatioEstimate,
@@ -195,6 +196,42 @@ def estimate_label_weights(
 Callback = Callable[[int, DACS], None]
 
 
+def _neighbor_loaders(
+    source: Any, target: Any, num_neighbors: list[int], batch_size: int, seed: int
+) -> tuple[Any, Any]:
+    """PyG ``NeighborLoader`` over the source's training nodes and over every target node."""
+    import torch_geometric.typing as pyg_typing
+    from torch_geometric.loader import NeighborLoader
+
+    if not (pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE):
+        raise ImportError(
+            "fit_sampled's NeighborLoader needs pyg-lib or torch-sparse (neither is installed); "
+            "use fit() for full-batch training or pass loaders=(source_batches, target_batches)"
+        )
+    generator = torch.Generator().manual_seed(seed)
+    keep = ("x", "edge_index", "y")
+    source_graph = source.__class__(**{key: source[key] for key in keep})
+    target_graph = target.__class__(x=target.x, edge_index=target.edge_index)
+    train = source_train_mask(source)
+    return (
+        NeighborLoader(
+            source_graph,
+            num_neighbors=num_neighbors,
+            batch_size=batch_size,
+            input_nodes=train.nonzero().view(-1),
+            shuffle=True,
+            generator=generator,
+        ),
+        NeighborLoader(
+            target_graph,
+            num_neighbors=num_neighbors,
+            batch_size=batch_size,
+            shuffle=True,
+            generator=generator,
+        ),
+    )
+
+
 class DACSTrainer:
     """Unsupervised node-level domain adaptation with DACS's three stages.
 
@@ -350,6 +387,106 @@ class DACSTrainer:
                 callback(epoch, model)
         model.eval()
         return self
+
+    # -- sampled (mini-batch) training ---------------------------------------------------------------------
+    def fit_sampled(
+        self,
+        source: Any,
+        target: Any,
+        *,
+        num_neighbors: list[int] | None = None,
+        batch_size: int = 512,
+        loaders: tuple[Any, Any] | None = None,
+        callback: Callback | None = None,
+    ) -> DACSTrainer:
+        """Train on sampled subgraphs instead of the full graphs; returns ``self``.
+
+        By default two ``torch_geometric.loader.NeighborLoader`` (source seeds: its training nodes;
+        target seeds: every node) draw ``num_neighbors`` per layer (default 10 per layer) around
+        ``batch_size`` seed nodes; PyG's sampler needs ``pyg-lib`` or ``torch-sparse`` (an ``ImportError``
+        says so). ``loaders=(source_batches, target_batches)`` replaces them with any iterables of PyG
+        batches carrying ``n_id``, ``e_id`` (source) and ``batch_size`` like ``NeighborLoader``'s.
+
+        Stage 2's weights are re-estimated on the full graphs (``O(N + E)``, amortised as in ``fit``) and
+        gathered per batch by its edge ids; the loss terms use the seed nodes (the first ``batch_size``
+        nodes of a batch); the target loader is cycled when it has fewer batches than the source's.
+        """
+        check_domain_pair(source, target)
+        config = self.config
+        check_int("batch_size", batch_size, minimum=1)
+        if loaders is None:
+            num_neighbors = [10] * config.num_layers if num_neighbors is None else list(num_neighbors)
+            if len(num_neighbors) != config.num_layers:
+                raise ValueError(
+                    f"num_neighbors needs one count per layer ({config.num_layers}), got {num_neighbors}"
+                )
+            loaders = _neighbor_loaders(source, target, num_neighbors, batch_size, config.seed)
+        source_batches, target_batches = loaders
+        num_classes = int(source.y.max()) + 1
+        model = build_network(config, source.x.shape[1], num_classes)
+        self.model_ = model
+        train = source_train_mask(source)
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        ones = torch.ones(source.edge_index.shape[1], dtype=source.x.dtype)
+        self.edge_weights_ = [ones for _ in range(model.num_layers)]
+        self.ratio_estimates_, self.label_weights_, self.history_ = [], None, []
+        self.reestimation_seconds_ = 0.0
+        model.train()
+        for epoch in range(config.epochs):
+            if self._is_reestimation_epoch(epoch):
+                self._reestimate(source, target)
+            alpha = dann_schedule(epoch / config.epochs, config.adversarial_gamma)
+            target_iter = iter(target_batches)
+            for batch_s in source_batches:
+                batch_t = next(target_iter, None)
+                if batch_t is None:  # cycle the target batches
+                    target_iter = iter(target_batches)
+                    batch_t = next(target_iter)
+                record = self._sampled_step(model, optimizer, batch_s, batch_t, train, alpha)
+                self.history_.append({"epoch": float(epoch), **record})
+            if callback is not None:
+                callback(epoch, model)
+        model.eval()
+        return self
+
+    def _sampled_step(
+        self,
+        model: DACS,
+        optimizer: torch.optim.Optimizer,
+        batch_s: Any,
+        batch_t: Any,
+        train: torch.Tensor,
+        alpha: float,
+    ) -> dict[str, float]:
+        """One optimiser step on a source batch and a target batch (seed nodes first in each)."""
+        config = self.config
+        n_s, n_t = int(batch_s.batch_size), int(batch_t.batch_size)
+        weights = None
+        if config.structure_reweighting:
+            weights = [weight[batch_s.e_id] for weight in self.edge_weights_]
+        h0_s = model.encode(batch_s.x)
+        h_s = model.propagate(h0_s, batch_s.edge_index, weights)
+        logits = model.classifier(h_s[:n_s])
+        seeds = train[batch_s.n_id[:n_s]]
+        labels = batch_s.y[:n_s][seeds]
+        loss_ce = nn.functional.cross_entropy(logits[seeds], labels, weight=self.label_weights_)
+        loss = loss_ce
+        record = {"alpha": alpha, "ce": float(loss_ce.detach())}
+        if config.lambda_feature > 0 or config.lambda_final > 0:
+            h0_t = model.encode(batch_t.x)
+            if config.lambda_feature > 0:  # stage 1 on the seed nodes' h_0
+                adv0 = domain_adversarial_loss(model.feature_discriminator, h0_s[:n_s], h0_t[:n_t], alpha)
+                loss = loss + config.lambda_feature * adv0
+                record["adv_feature"] = float(adv0.detach())
+            if config.lambda_final > 0:  # stage 3 on the seed nodes' h_L
+                h_t = model.propagate(h0_t, batch_t.edge_index, None)
+                adv_l = domain_adversarial_loss(model.final_discriminator, h_s[:n_s], h_t[:n_t], alpha)
+                loss = loss + config.lambda_final * adv_l
+                record["adv_final"] = float(adv_l.detach())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return record
 
     # -- inference ----------------------------------------------------------------------------------------
     def _require_fitted(self) -> DACS:
