@@ -20,7 +20,7 @@ EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
     "llm": ("transformers", "tokenizers", "safetensors", "kvpress"),
     "quant": ("transformers", "safetensors"),
     "graph": ("torch_geometric",),
-    "fl": ("sklearn", "osqp"),  # spcacw's in-process engine and QP; Flower itself is the "flower" extra
+    "fl": ("sklearn", "osqp"),  # spcacw's in-process engine and QP; Flower is the "flower" extra (in all)
     "flower": ("flwr",),
     "control": ("gymnasium", "stable_baselines3", "casadi", "cvxpy", "osqp", "shapely"),  # srlmpc
     "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
