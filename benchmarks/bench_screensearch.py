@@ -2,8 +2,10 @@
 exact-Jaccard scan; actions per second per real-app worker; synthetic throughput per Ray worker count.
 
     /work/notes/cpurun .venv/bin/python benchmarks/bench_screensearch.py --sizes 1000 10000 100000
-    .venv/bin/python benchmarks/bench_screensearch.py --real          # galculator + web wizard actions/s
-    .venv/bin/python benchmarks/bench_screensearch.py --ray 1 2       # synthetic throughput per workers
+    .venv/bin/python benchmarks/bench_screensearch.py --sizes --real galculator mousepad gnumeric \\
+        abiword pcmanfm web_wizard                                     # actions/s per real-app worker
+    /work/notes/cpurun .venv/bin/python benchmarks/bench_screensearch.py --sizes --ray 1 2 4 8 \\
+        --ray-budget 2000                                              # synthetic throughput per workers
 
 Stored screens are token sets shaped like our screens: ~80 tokens each, 30 from a shared template
 vocabulary (menus, frames) and 50 from a Zipf-distributed pool of 200k page tokens. A query is a stored
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -82,25 +85,29 @@ def bench_retrieval(
     return rows
 
 
-def bench_real(actions: int = 30) -> list[dict]:
-    from neurips26.methods.screensearch import Explorer, RandomPolicy, ScreenSearchConfig
-    from neurips26.methods.screensearch.backends.atspi import AtspiApp
-    from neurips26.methods.screensearch.backends.fixtures import wizard_fixture
-    from neurips26.methods.screensearch.backends.web import WebApp
+def bench_real(apps: list[str], actions: int = 30, policy: str = "random") -> list[dict]:
+    """Actions per second of one real-app worker (``policy``, ``actions`` actions after start-up)."""
+    from neurips26.methods.screensearch import Explorer, ScreenSearchConfig
+    from neurips26.methods.screensearch.experiment import POLICIES, ScreenSearchExperimentConfig, make_backend
 
     rows = []
-    for name, make in (
-        ("galculator", lambda: AtspiApp("galculator")),
-        ("web_wizard", lambda: WebApp(wizard_fixture())),
-    ):
-        app = make()
+    for name in apps:
+        start = time.perf_counter()
+        app = make_backend(ScreenSearchExperimentConfig(app=name), 0)
+        startup = time.perf_counter() - start
         try:
-            explorer = Explorer(app, RandomPolicy(), config=ScreenSearchConfig(dedup_threshold=1.0), seed=0)
+            config = ScreenSearchConfig(dedup_threshold=1.0)
+            explorer = Explorer(app, POLICIES[policy](), config=config, seed=0)
             stats = explorer.run(actions)
             row = {
                 "app": name,
+                "policy": policy,
                 "actions": stats.actions,
                 "actions_per_s": round(stats.actions / stats.seconds, 2),
+                "startup_s": round(startup, 2),
+                "restarts": stats.restarts,
+                "crashes": stats.crashes,
+                "states": explorer.graph.num_states,
             }
         finally:
             app.close()
@@ -110,6 +117,11 @@ def bench_real(actions: int = 30) -> list[dict]:
 
 
 def bench_ray(workers: list[int], budget: int = 300) -> list[dict]:
+    """Synthetic throughput with ``n`` Ray explorer actors of ``budget`` actions each (one world).
+
+    ``seconds`` counts actor start-up, exploration and ingestion into the single graph-store actor;
+    ``ray_init_s`` (starting the local Ray instance) is reported apart. ``workers=1`` runs in-process.
+    """
     import tempfile
 
     import ray
@@ -118,6 +130,11 @@ def bench_ray(workers: list[int], budget: int = 300) -> list[dict]:
 
     rows = []
     for n in workers:
+        init = 0.0
+        if n > 1:
+            t0 = time.perf_counter()
+            ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False)
+            init = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as folder:
             start = time.perf_counter()
             summary = explore("synthetic", "screensearch", budget, n, f"{folder}/g.sqlite", seed=0)
@@ -125,10 +142,13 @@ def bench_ray(workers: list[int], budget: int = 300) -> list[dict]:
         ray.shutdown()
         row = {
             "workers": n,
+            "budget_per_worker": budget,
             "actions": summary["actions"],
+            "ray_init_s": round(init, 1),
             "seconds": round(seconds, 1),
             "actions_per_s": round(summary["actions"] / seconds, 1),
             "states": summary["states"],
+            "cores": os.cpu_count(),
         }
         print(json.dumps(row), flush=True)
         rows.append(row)
@@ -139,12 +159,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000])
     parser.add_argument("--query-terms", type=int, nargs="*", default=[32, 16])
-    parser.add_argument("--real", action="store_true")
+    parser.add_argument(
+        "--real", nargs="*", default=None, help="real apps (none given: galculator web_wizard)"
+    )
+    parser.add_argument("--real-actions", type=int, default=30)
     parser.add_argument("--ray", type=int, nargs="*", default=None)
+    parser.add_argument("--ray-budget", type=int, default=300, help="actions per Ray worker")
     args = parser.parse_args()
     if args.sizes:
         bench_retrieval(args.sizes, query_terms=tuple(args.query_terms))
-    if args.real:
-        bench_real()
+    if args.real is not None:
+        bench_real(args.real or ["galculator", "web_wizard"], args.real_actions)
     if args.ray:
-        bench_ray(args.ray)
+        bench_ray(args.ray, args.ray_budget)

@@ -11,7 +11,12 @@ empirical outcome distributions with those weights and take the entropy (nats):
 Outcomes are classes relative to the source screen (ours): ``stay`` (the action left the state as it
 was), ``variant`` (a different state still similar to the source: a toggled check box, a digit typed)
 or the next state's id. Why: similar screens are, by construction, different states, and their
-analogous effects must count as agreement, not dispersion.
+analogous effects must count as agreement, not dispersion. On apps whose profile declares *content*
+elements (a calculator's display, an editor's buffer), a next state that differs from the source only in
+content also counts as ``stay`` (``mask_content``): typing a digit changes the display on one screen and
+not on a similar one (``0`` then ``0``), which is the key's ordinary content dependence, not hidden state.
+The cost: hidden state that shows only in content (a memory register recalled into the display) is then
+invisible to the signal.
 
 Repeat probes separate nondeterminism from hidden-state aliasing (ours): every transition is stored with
 the action history since the last reset. A reset is deterministic, so two probes after the same history
@@ -79,6 +84,7 @@ class AmbiguityEstimator:
         the band [0.8, 0.9) of similar-but-distinct states is what matching adds).
     separate_noise: subtract the within-history (repeat-probe) entropy (ours: on; off = raw dispersion).
     min_probes: probes of one history after which that history counts as resolved (ours: 2).
+    mask_content: a content-only change counts as ``stay`` (states need a structure key, :meth:`set_shape`).
     """
 
     def __init__(
@@ -88,6 +94,7 @@ class AmbiguityEstimator:
         min_similarity: float = 0.8,
         separate_noise: bool = True,
         min_probes: int = 2,
+        mask_content: bool = True,
     ) -> None:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -100,6 +107,8 @@ class AmbiguityEstimator:
         self.min_similarity = min_similarity
         self.separate_noise = separate_noise
         self.min_probes = min_probes
+        self.mask_content = mask_content
+        self.shapes: dict[int, str] = {}
         self._neighbours: dict[int, list[tuple[int, float]]] = {}
         self._classes_cache: dict[tuple[int, int], object] = {}
 
@@ -125,9 +134,17 @@ class AmbiguityEstimator:
         self._sync()
         return [(state, 1.0), *self._neighbours.get(state, [])]
 
+    def set_shape(self, state: int, key: str | None) -> None:
+        """Record ``state``'s structure key (:func:`~neurips26.methods.screensearch.screen.structure_key`)."""
+        if key is not None:
+            self.shapes.setdefault(state, key)
+
     def outcome_class(self, src: int, dst: int) -> object:
-        """``"stay"``, ``"variant"`` (a different but similar state) or the next state's id."""
+        """``"stay"`` (also a content-only change with ``mask_content``), ``"variant"`` (a different but
+        similar state) or the next state's id."""
         if dst == src:
+            return "stay"
+        if self.mask_content and src in self.shapes and self.shapes[src] == self.shapes.get(dst):
             return "stay"
         cached = self._classes_cache.get((src, dst))
         if cached is None:

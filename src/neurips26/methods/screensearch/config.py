@@ -25,6 +25,9 @@ class ScreenSearchConfig:
     min_similarity: float = param(0.7, "ours: matched screens need Jaccard >= 0.7 (below the dedup 0.85)")
     separate_noise: bool = param(True, "issue: repeat probes separate nondeterminism from aliasing")
     min_probes: int = param(2, "ours: a history probed twice counts as resolved")
+    mask_content: bool = param(
+        True, "ours: a change of an app's content elements alone (a display value) reads as 'stay'"
+    )
     frontier_weight: float = param(1.0, "ours: weight of the frontier reward in Q (0: ambiguity-only)")
     beta: float = param(0.5, "ours: ambiguity weight in Q = frontier + beta * ambiguity (0: frontier-only)")
     c_puct: float = param(1.0, "ours: the PUCT exploration constant (AlphaZero's order of magnitude)")

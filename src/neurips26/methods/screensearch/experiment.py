@@ -4,8 +4,9 @@ Each seed generates a different synthetic app (40 pages in 6 layers, 2 hidden bi
 choices, 6 aliased pages, 4 flaky pages, 3 irreversible actions, toasts/clock/counter/focus distractors);
 every policy explores it from scratch with the same budget (replayed actions count). Metrics read the
 graph against the world's ground truth. The ``real`` profile (opt-in, minutes) runs galculator under Xvfb
-through AT-SPI and the loopback web wizard in Debian's chromium; without the Debian packages those cells
-are ``n/a`` with the apt command.
+through AT-SPI and the loopback web wizard in Debian's chromium; ``full`` adds mousepad, gnumeric,
+abiword, pcmanfm and the other web fixtures. Without the Debian packages those cells are ``n/a`` with the
+apt command.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
+from neurips26.methods.screensearch.backends.profiles import PROFILES
 from neurips26.methods.screensearch.backends.synthetic import SyntheticGUI, SyntheticWorldSpec
 from neurips26.methods.screensearch.baselines import BFSPolicy, DFSPolicy, NoveltyUCTPolicy, RandomPolicy
 from neurips26.methods.screensearch.config import ScreenSearchConfig
@@ -32,7 +34,9 @@ POLICIES = {
     "dfs": DFSPolicy,
     "novelty_uct": NoveltyUCTPolicy,
 }
-APPS = ("synthetic", "galculator", "web_wizard", "web_todo", "web_settings")
+DESKTOP_APPS = ("galculator", "mousepad", "gnumeric", "abiword", "pcmanfm")
+WEB_APPS = ("web_wizard", "web_todo", "web_settings")
+APPS = ("synthetic", *DESKTOP_APPS, *WEB_APPS)
 
 
 @dataclass
@@ -45,6 +49,9 @@ class ScreenSearchExperimentConfig:
     pages: int = param(40, "ours: 40 pages, ~45 reachable latent states: 300 actions cover most, not all")
     hidden: bool = param(True, "issue: hidden variables (identical screens, different successors)")
     noise: bool = param(True, "issue: distractor noise and nondeterministic buttons")
+    real_dedup_threshold: float = param(
+        1.0, "ours: on real apps the content is the state (a calculator display): exact dedup there"
+    )
 
     def __post_init__(self) -> None:
         if self.app not in APPS:
@@ -53,6 +60,8 @@ class ScreenSearchExperimentConfig:
             raise ValueError(f"budget must be a positive integer, got {self.budget!r}")
         if self.pages < 10:
             raise ValueError(f"pages must be >= 10, got {self.pages}")
+        if not 0.0 < self.real_dedup_threshold <= 1.0:
+            raise ValueError(f"real_dedup_threshold must lie in (0, 1], got {self.real_dedup_threshold}")
 
 
 @dataclass(frozen=True)
@@ -91,18 +100,19 @@ SYSTEMS = {name: _factory(name) for name in SYSTEM_TABLE}
 
 
 def make_backend(config: ScreenSearchExperimentConfig, seed: int) -> Any:
-    """The backend of ``config.app``: the synthetic world of ``seed``, galculator under Xvfb, or a web
-    fixture in chromium (``NotApplicable`` naming the apt command when the real app cannot run here)."""
+    """The backend of ``config.app``: the synthetic world of ``seed``, a GTK app under Xvfb (its profile in
+    ``backends/profiles.py``), or a web fixture in chromium (``NotApplicable`` naming the apt command when
+    the real app cannot run here)."""
     if config.app == "synthetic":
         spec = SyntheticWorldSpec(pages=config.pages, hidden=config.hidden, noise=config.noise)
         return SyntheticGUI(spec, seed=seed, noise_seed=1000 + seed)
     from neurips26.methods.screensearch.backends import BackendUnavailable
 
     try:
-        if config.app == "galculator":
+        if config.app in PROFILES:
             from neurips26.methods.screensearch.backends.atspi import AtspiApp
 
-            return AtspiApp("galculator")
+            return AtspiApp(profile=PROFILES[config.app])
         from neurips26.methods.screensearch.backends.fixtures import FIXTURES
         from neurips26.methods.screensearch.backends.web import WebApp
 
@@ -119,8 +129,11 @@ def run(
     progress: Progress,
 ) -> dict[str, float]:
     backend = make_backend(config, seed)
+    method = system.method
+    if config.app != "synthetic":
+        method = replace(method, dedup_threshold=config.real_dedup_threshold)
     try:
-        explorer = Explorer(backend, system.build(), config=system.method, seed=seed)
+        explorer = Explorer(backend, system.build(), config=method, seed=seed)
         start = time.perf_counter()
         stats = explorer.run(config.budget)
         seconds = time.perf_counter() - start

@@ -22,7 +22,7 @@ from neurips26.methods.screensearch.backends import Backend, BackendCrashed
 from neurips26.methods.screensearch.config import ScreenSearchConfig
 from neurips26.methods.screensearch.graph import StateGraph
 from neurips26.methods.screensearch.prior import ProposalPrior
-from neurips26.methods.screensearch.screen import Action, Screen, structural_tokens
+from neurips26.methods.screensearch.screen import Action, Screen, structural_tokens, structure_key
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class Explorer:
         self.policy = policy
         self.graph = graph or StateGraph(dedup_threshold=c.dedup_threshold, num_perm=c.num_perm)
         self.estimator = AmbiguityEstimator(
-            self.graph, c.neighbours, c.min_similarity, c.separate_noise, c.min_probes
+            self.graph, c.neighbours, c.min_similarity, c.separate_noise, c.min_probes, c.mask_content
         )
         self.prior = ProposalPrior(c.prior, seed=seed)
         self.rng = np.random.default_rng(seed)
@@ -114,6 +114,9 @@ class Explorer:
         self.screen = screen
         tokens = self.tokens(screen)
         state, is_new = self.graph.add_screen(screen, tokens, self.worker)
+        if is_new and self.config.mask_content:
+            shape = structure_key(screen, self.config.grid, self.config.filter_volatile)
+            self.estimator.set_shape(state, shape)
         if self.events is not None:
             self.events.append(("screen", screen.tree, screen.app, screen.window, dict(screen.truth), tokens))
         unique: dict[str, Action] = {}

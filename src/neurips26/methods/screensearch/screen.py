@@ -43,6 +43,7 @@ class Element:
     actions: tuple[str, ...]
     path: str
     index: int
+    content: bool = False  # its name is the document (a display value, an editor buffer), not structure
 
     @property
     def visible(self) -> bool:
@@ -101,6 +102,7 @@ class Screen:
                     actions=tuple(str(a) for a in node.get("actions", ())),
                     path=path,
                     index=len(elements),
+                    content=bool(node.get("content", False)),
                 )
             )
         window = window or str(tree.get("name", ""))
@@ -112,7 +114,8 @@ class Screen:
         for element in self.elements:
             if not element.visible or ("enabled" not in element.states and element.states):
                 continue
-            label = normalise_name(element.name, filter_volatile)
+            # a content element's name is its document: the action must match across contents
+            label = "<content>" if element.content else normalise_name(element.name, filter_volatile)
             for name in element.actions:
                 signature = f"{element.role}|{label}|{name}"
                 found.append(Action(element.index, name, signature, element.role, label))
@@ -143,7 +146,11 @@ def normalise_name(name: str, filter_volatile: bool = True) -> str:
 
 
 def structural_tokens(
-    screen: Screen, grid: int = 4, filter_volatile: bool = True, screen_size: tuple[int, int] = (0, 0)
+    screen: Screen,
+    grid: int = 4,
+    filter_volatile: bool = True,
+    screen_size: tuple[int, int] = (0, 0),
+    mask_content: bool = False,
 ) -> list[str]:
     """Location-aware structural tokens of ``screen`` (a multiset, in document order).
 
@@ -154,6 +161,8 @@ def structural_tokens(
         the cell).
     filter_volatile: drop volatile states/roles and normalise clock, date and counter texts.
     screen_size: ``(width, height)`` for the grid; ``(0, 0)`` takes the union of visible extents.
+    mask_content: replace the names of content elements (``Element.content``) by ``<content>``: the
+        screen's structure without its document (see :func:`structure_key`).
     """
     if grid < 1:
         raise ValueError(f"grid must be >= 1, got {grid}")
@@ -166,7 +175,7 @@ def structural_tokens(
         height = max([e.extents[1] + e.extents[3] for e in visible] + [1])
     words: list[str] = []
     for e in visible:
-        name = normalise_name(e.name, filter_volatile)
+        name = "<content>" if mask_content and e.content else normalise_name(e.name, filter_volatile)
         cx = min(grid - 1, max(0, (e.extents[0] + e.extents[2] // 2) * grid // max(width, 1)))
         cy = min(grid - 1, max(0, (e.extents[1] + e.extents[3] // 2) * grid // max(height, 1)))
         words += [
@@ -178,6 +187,14 @@ def structural_tokens(
         states = [s for s in e.states if not (filter_volatile and s in VOLATILE_STATES)]
         words.append(f"s:{e.role}:{name}:{','.join(states)}")
     return [hash_token(w) for w in words]
+
+
+def structure_key(screen: Screen, grid: int = 4, filter_volatile: bool = True) -> str | None:
+    """The token-set key of ``screen`` with its content elements masked (``None`` when it has none): two
+    screens with one structure key differ only in content (a calculator's display value)."""
+    if not any(e.content for e in screen.elements):
+        return None
+    return token_set_key(structural_tokens(screen, grid, filter_volatile, mask_content=True))
 
 
 def hash_token(word: str) -> str:

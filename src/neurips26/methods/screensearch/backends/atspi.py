@@ -6,8 +6,12 @@ Trees are read by :mod:`.atspi_collector` under Debian's system ``python3`` (``p
 there), JSON over its stdout. Actions go through the AT-SPI Action interface; a node without one is
 clicked at its centre with ``xdotool``. A dead app raises :class:`BackendCrashed`; the explorer restarts it.
 
+Each app has a profile (:mod:`.profiles`): launch command, files seeded into the fresh HOME, volatile name
+rewrites, content elements, excluded actions and an optional typing action; the profile edits every
+collected tree before it becomes a :class:`Screen`.
+
 Set-up (Debian 12): ``apt-get install xvfb dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 xdotool``
-plus the app (``galculator``, ``mousepad``, ...).
+plus the app (``galculator``, ``mousepad``, ``gnumeric``, ``abiword``, ``pcmanfm``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from neurips26.methods.screensearch.backends import BackendCrashed, BackendUnavailable
+from neurips26.methods.screensearch.backends.profiles import PROFILES, AppProfile
 from neurips26.methods.screensearch.screen import Action, Screen
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -32,7 +37,7 @@ APT_PACKAGES = "xvfb dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 xdot
 COLLECTOR = Path(__file__).with_name("atspi_collector.py")
 
 
-def check_requirements(command: str) -> None:
+def check_requirements(command: str, package: str | None = None) -> None:
     """Raise :class:`BackendUnavailable` naming the apt command when anything is missing."""
     missing = [tool for tool in ("Xvfb", "dbus-launch", "xdotool") if shutil.which(tool) is None]
     if not Path(BUS_LAUNCHER).exists():
@@ -47,7 +52,9 @@ def check_requirements(command: str) -> None:
     if missing:
         raise BackendUnavailable(f"AtspiApp needs {missing}: sudo apt-get install -y {APT_PACKAGES}")
     if shutil.which(command) is None:
-        raise BackendUnavailable(f"app {command!r} is not installed: sudo apt-get install -y {command}")
+        raise BackendUnavailable(
+            f"app {command!r} is not installed: sudo apt-get install -y {package or command}"
+        )
 
 
 def _free_display() -> int:
@@ -62,11 +69,14 @@ class AtspiApp:
 
     Parameters
     ----------
-    command: the app's executable (``galculator``); extra arguments in ``args``.
-    app_name: its name on the AT-SPI bus (default: the command).
-    settle_s: wait after an action before reading the tree (ours: 0.15 s; the tree is re-read until two
-        reads agree, at most 3 times).
+    command: the app's executable (``galculator``) or a profile name; its profile in :data:`PROFILES` is
+        used unless ``args`` or ``profile`` are given.
+    args: extra arguments (a bare profile: no exclusions beyond the common ones).
+    app_name: its name on the AT-SPI bus (default: the profile's, else the command).
+    settle_s: wait after an action before reading the tree (default: the profile's, 0.15 s; the tree is
+        re-read until two reads agree, at most 3 times).
     start_timeout_s: how long to wait for the app to appear on the bus.
+    profile: an explicit :class:`AppProfile`.
     """
 
     def __init__(
@@ -74,13 +84,20 @@ class AtspiApp:
         command: str = "galculator",
         args: Sequence[str] = (),
         app_name: str | None = None,
-        settle_s: float = 0.15,
+        settle_s: float | None = None,
         start_timeout_s: float = 15.0,
+        profile: AppProfile | None = None,
     ) -> None:
-        check_requirements(command)
-        self.command, self.args = command, tuple(args)
-        self.name = app_name or command
-        self.settle_s, self.start_timeout_s = settle_s, start_timeout_s
+        if profile is None:
+            profile = PROFILES.get(command) if not args else None
+            profile = profile or AppProfile(name=command, command=command, package=command, args=tuple(args))
+        check_requirements(profile.command, profile.package)
+        self.profile = profile
+        self.command, self.args = profile.command, profile.args
+        self.name = profile.name
+        self.bus_name = app_name or profile.bus_name or profile.command
+        self.settle_s = profile.settle_s if settle_s is None else settle_s
+        self.start_timeout_s = start_timeout_s
         self._procs: dict[str, subprocess.Popen] = {}
         self._home: tempfile.TemporaryDirectory | None = None
         self._ids: list[list[int]] = []
@@ -135,10 +152,23 @@ class AtspiApp:
         if self._home is not None:
             self._home.cleanup()
         self._home = tempfile.TemporaryDirectory(prefix="screensearch-home-")
-        env = {**self.env, "HOME": self._home.name, "XDG_CONFIG_HOME": f"{self._home.name}/.config"}
-        self._spawn(
-            "app", [self.command, *self.args], env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        home = self._home.name
+        for relative, text in self.profile.files.items():
+            target = Path(home, relative)
+            if relative.endswith("/"):
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+        self._editor = self.profile.editor(home)
+        env = {
+            **self.env,
+            "HOME": home,
+            "XDG_CONFIG_HOME": f"{home}/.config",
+            "XDG_DATA_HOME": f"{home}/.local/share",
+            "XDG_CACHE_HOME": f"{home}/.cache",
+        }
+        self._spawn("app", self.profile.argv(home), env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if "collector" not in self._procs or self._procs["collector"].poll() is not None:
             self._spawn(
                 "collector",
@@ -151,14 +181,14 @@ class AtspiApp:
             )
         deadline = time.monotonic() + self.start_timeout_s
         while True:
-            reply = self._ask({"cmd": "tree", "app": self.name})
+            reply = self._ask({"cmd": "tree", "app": self.bus_name})
             if reply.get("ok") and reply["tree"].get("children"):
                 return
             if self._procs["app"].poll() is not None:
                 raise BackendCrashed(f"{self.command} exited with {self._procs['app'].returncode} at start")
             if time.monotonic() > deadline:
                 raise BackendUnavailable(
-                    f"{self.name!r} did not appear on the AT-SPI bus within {self.start_timeout_s} s "
+                    f"{self.bus_name!r} did not appear on the AT-SPI bus within {self.start_timeout_s} s "
                     f"({reply.get('error')})"
                 )
             time.sleep(0.2)
@@ -194,9 +224,9 @@ class AtspiApp:
     def _read(self) -> dict:
         if self._procs["app"].poll() is not None:
             raise BackendCrashed(f"{self.command} exited with {self._procs['app'].returncode}")
-        reply = self._ask({"cmd": "tree", "app": self.name})
+        reply = self._ask({"cmd": "tree", "app": self.bus_name})
         if not reply.get("ok"):
-            raise BackendCrashed(f"cannot read {self.name!r}: {reply.get('error')}")
+            raise BackendCrashed(f"cannot read {self.bus_name!r}: {reply.get('error')}")
         return reply["tree"]
 
     def observe(self) -> Screen:
@@ -215,6 +245,7 @@ class AtspiApp:
                 walk(child)
 
         walk(tree)
+        self._editor(tree)
         self._screen = Screen.from_tree(tree, app=self.name, window=tree.get("name", ""))
         return self._screen
 
@@ -226,10 +257,11 @@ class AtspiApp:
             self.observe()
         if not 0 <= action.element < len(self._ids):
             raise ValueError(f"action.element={action.element} is not an element of the current screen")
-        reply = self._ask(
-            {"cmd": "act", "app": self.name, "id": self._ids[action.element], "action": action.name}
-        )
-        if not reply.get("ok"):  # xdotool fallback: click the element's centre
+        command = {"cmd": "act", "app": self.bus_name, "id": self._ids[action.element], "action": action.name}
+        if action.name == "type":
+            command = {**command, "cmd": "type", "text": self.profile.type_text}
+        reply = self._ask(command)
+        if not reply.get("ok") and action.name != "type":  # xdotool fallback: click the element's centre
             x, y, w, h = self._screen.elements[action.element].extents  # type: ignore[union-attr]
             subprocess.run(
                 ["xdotool", "mousemove", str(x + w // 2), str(y + h // 2), "click", "1"],

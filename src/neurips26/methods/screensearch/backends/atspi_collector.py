@@ -9,6 +9,8 @@ JSON command per line on stdin and answers one JSON line on stdout:
   it again.
 - ``{"cmd": "act", "app": NAME, "id": [i, j, ...], "action": "click"}`` -> ``{"ok": true}``: run that
   action through the AT-SPI Action interface (``{"ok": false, "error": ...}`` when it has none).
+- ``{"cmd": "type", "app": NAME, "id": [...], "text": TEXT}`` -> ``{"ok": true}``: insert ``TEXT`` at the
+  caret through the EditableText interface.
 - ``{"cmd": "ping"}`` -> ``{"ok": true}``.
 
 This file imports nothing from neurips26 and must stay runnable by ``/usr/bin/python3 atspi_collector.py``.
@@ -18,6 +20,8 @@ import json
 import sys
 
 MAX_NODES = 2000  # ours: a bound on pathological trees (a spreadsheet's cells)
+# roles whose label may live in the Text interface instead of the name (file-manager icons, table cells)
+TEXT_NAMED = ("text", "label", "icon", "table cell", "paragraph", "entry")
 
 
 def _app(app_name):
@@ -49,7 +53,7 @@ def _node(acc, path, budget):
     except NotImplementedError:
         pass
     name = acc.name or ""
-    if not name and acc.getRoleName() in ("text", "label"):
+    if not name and acc.getRoleName() in TEXT_NAMED:
         try:
             text = acc.queryText()
             name = text.getText(0, min(text.characterCount, 200))
@@ -101,6 +105,19 @@ def handle(command):
         if command["action"] not in names:
             return {"ok": False, "error": f"action {command['action']!r} not in {names}"}
         action.doAction(names.index(command["action"]))
+        return {"ok": True}
+    if command["cmd"] == "type":
+        acc = _find(frame, command["id"])
+        try:
+            editable = acc.queryEditableText()
+        except NotImplementedError:
+            return {"ok": False, "error": "no EditableText interface"}
+        try:
+            offset = acc.queryText().caretOffset
+        except NotImplementedError:
+            offset = 0
+        text = command["text"]
+        editable.insertText(max(offset, 0), text, len(text))
         return {"ok": True}
     return {"ok": False, "error": f"unknown cmd {command.get('cmd')!r}"}
 
