@@ -377,7 +377,7 @@ EXPERIMENT = Experiment(
         # 5 pairs left both coupled claims inconclusive; the paired spread there asks for ~10-17 pairs)
         "seeds": Profile(
             "seeds",
-            budget_s=240,  # estimated: 2 settings x 12 seeds x 8 systems at ~1.2 s a cell, one worker
+            budget_s=272,  # measured: 158.6 s for 112 of 192 cells (80 resumed from the default), one worker
             seeds=12,
             overrides=DEFAULT_OVERRIDES,
             grid={"setting": ["coupled", "coupled_score"]},
