@@ -135,3 +135,24 @@ def test_committed_ctx_model_keeps_its_written_heads_and_retrieves_through_them(
     with torch.no_grad():
         attn.o_proj.weight[:, :width] = 0.0
     assert sum(score_batched(model, samples)) <= 1
+
+
+def test_heldout_retrieval_reads_through_the_given_context_and_counts_queries(small_corpus):
+    from contextlib import contextmanager
+
+    from neurips26.zoo.ctx_cards import heldout_retrieval
+
+    model, tokenizer, _ = _committed("tiny-llama-ctx")
+    entered = []
+
+    @contextmanager
+    def counting():
+        entered.append(1)
+        yield
+
+    plain = heldout_retrieval(model, tokenizer, "kv", 256, 9, data=small_corpus)
+    wrapped = heldout_retrieval(model, tokenizer, "kv", 256, 9, data=small_corpus, context=counting)
+    assert plain == wrapped and plain["queries"] == 12 and plain["probes"] == 3  # 3 probes x 4 bindings
+    assert len(entered) == 1  # one batch of 3 probes, one forward pass inside the context
+    with pytest.raises(ValueError, match="kind must be one of"):
+        heldout_retrieval(model, tokenizer, "nope", 256, 4, data=small_corpus)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +29,22 @@ from neurips26.zoo.evaluation import (
 )
 from neurips26.zoo.specs import get_spec
 
-__all__ = ["BARS", "evaluate_ctx", "score_batched", "write_ctx_card"]
+__all__ = ["BARS", "evaluate_ctx", "heldout_retrieval", "score_batched", "write_ctx_card"]
 
 # Issue #20's bars.
 BARS = {"context_gain": 0.15, "retrieval": 0.90, "ppl_ratio": 1.20, "min_queries": 200}
 REFERENCE = "tiny-llama"  # "today's tiny-llama": the perplexity reference
+QUERIES_PER_PROBE = {"kv": 4, "passkey": 1, "mqar": 16}  # answer spans per probe (the evaluation settings)
 
 
-def score_batched(model: Any, samples: list[ProbeSample], batch_size: int = 4) -> list[bool]:
+def score_batched(
+    model: Any,
+    samples: list[ProbeSample],
+    batch_size: int = 4,
+    context: Callable[[], AbstractContextManager] | None = None,
+) -> list[bool]:
     """Exact match per answer span, teacher-forced argmax (as :func:`neurips26.zoo.evaluation.score_probe`),
-    several equal-length probes per forward pass."""
+    several equal-length probes per forward pass; ``context()`` wraps each pass (e.g. a patched attention)."""
     import torch
 
     hits: list[bool] = []
@@ -45,23 +53,42 @@ def score_batched(model: Any, samples: list[ProbeSample], batch_size: int = 4) -
         if len({len(s) for s in chunk}) != 1:
             raise ValueError("score_batched needs equal-length probes in a batch")
         ids = torch.tensor([s.ids for s in chunk])
-        with torch.no_grad():
+        with torch.no_grad(), (context or nullcontext)():
             pred = model(input_ids=ids).logits.argmax(-1)
         for row, s in enumerate(chunk):
             hits += [bool((pred[row, a - 1 : b - 1] == ids[row, a:b]).all()) for a, b in s.spans]
     return hits
 
 
-def _retrieval(
-    model: Any, tokenizer: Any, held: Any, kind: str, length: int, queries: int, split: str
+def heldout_retrieval(
+    model: Any,
+    tokenizer: Any,
+    kind: str,
+    length: int,
+    queries: int,
+    *,
+    split: str = "heldout",
+    seed: int = 2026,
+    data: Any = None,
+    context: Callable[[], AbstractContextManager] | None = None,
 ) -> dict:
-    settings = probe_settings(held, split)
+    """Retrieval accuracy of a ``tiny-*-ctx`` model on at least ``queries`` answer spans whose keys and
+    values come from ``split`` (``"heldout"``: never seen in training), as the ctx cards measure it.
+
+    Returns ``{"accuracy", "queries", "probes", "split"}``; ``kind`` is ``kv`` (4 bindings per probe),
+    ``passkey`` (one) or ``mqar`` (16); ``context()`` wraps each forward pass (a press, a quantized cache).
+    """
+    if kind not in QUERIES_PER_PROBE:
+        raise ValueError(f"kind must be one of {sorted(QUERIES_PER_PROBE)}, got {kind!r}")
+    if queries < 1:
+        raise ValueError(f"queries must be >= 1, got {queries}")
+    data = data if data is not None else heldout_tokens(tokenizer)
+    settings = probe_settings(data, split)
     if kind == "passkey":
         settings.pop("keys")
-    per_probe = {"kv": 4, "passkey": 1, "mqar": 16}[kind]  # queries per probe (evaluation settings)
-    n = math.ceil(queries / per_probe)
-    samples = probe_samples(tokenizer, kind, length, n, seed=2026, data=held, **settings)
-    hits = score_batched(model, samples)
+    n = math.ceil(queries / QUERIES_PER_PROBE[kind])
+    samples = probe_samples(tokenizer, kind, length, n, seed=seed, data=data, **settings)
+    hits = score_batched(model, samples, context=context)
     return {"accuracy": float(np.mean(hits)), "queries": len(hits), "probes": len(samples), "split": split}
 
 
@@ -84,12 +111,18 @@ def evaluate_ctx(name: str, *, path: str | Path | None = None, queries: int = 20
     ev["context_perplexity"] = context_perplexity(model, tokenizer, data=held)
     ev["context_setting"] = "last 100 tokens of the first 32 held-out 2048-token windows"
     ev["retrieval"] = {
-        kind: {str(n): _retrieval(model, tokenizer, held, kind, n, queries, "heldout") for n in (1024, 2048)}
+        kind: {
+            str(n): heldout_retrieval(model, tokenizer, kind, n, queries, split="heldout", data=held)
+            for n in (1024, 2048)
+        }
         for kind in ("kv", "passkey")
     }
-    ev["retrieval"]["mqar"] = {"2048": _retrieval(model, tokenizer, held, "mqar", 2048, 256, "heldout")}
+    ev["retrieval"]["mqar"] = {
+        "2048": heldout_retrieval(model, tokenizer, "mqar", 2048, 256, split="heldout", data=held)
+    }
     ev["retrieval_train_split"] = {
-        kind: _retrieval(model, tokenizer, held, kind, 2048, 100, "train") for kind in ("kv", "passkey")
+        kind: heldout_retrieval(model, tokenizer, kind, 2048, 100, split="train", data=held)
+        for kind in ("kv", "passkey")
     }
     # the written heads: do they survive training? (same measurement on the model as initialised)
     directory = Path(path) if path is not None else checkpoint_dir(name)
@@ -109,7 +142,8 @@ def evaluate_ctx(name: str, *, path: str | Path | None = None, queries: int = 20
     with torch.no_grad():
         attn.o_proj.weight[:, ind["head"] * width : (ind["head"] + 1) * width] = 0.0
     ev["induction_head_off"] = {
-        kind: _retrieval(model, tokenizer, held, kind, 1024, 100, "heldout") for kind in ("kv", "passkey")
+        kind: heldout_retrieval(model, tokenizer, kind, 1024, 100, split="heldout", data=held)
+        for kind in ("kv", "passkey")
     }
     ev["n_parameters"] = int(sum(p.numel() for p in model.parameters()))
     ev["eval_wall_time_s"] = time.perf_counter() - start

@@ -1,14 +1,17 @@
 """The SnapMLA experiment: does per-token FP8 c_KV with BF16 RoPE and FP8 QK/PV keep BF16-level accuracy?
 
-Model: the zoo's trained ``tiny-mla`` (DeepseekV3ForCausalLM); ``--set model=random`` picks a random-weight
-DeepseekV3 of the same shape built in code (``model_is_trained`` = 0 in the results says so). Per cell
-(recipe x cached tokens x seed):
+Model: the zoo's ``tiny-mla-ctx`` (DeepseekV3ForCausalLM that uses its context: held-out passkey ~0.99 and
+key->value ~0.8 at 1-2k tokens, its card), ``--set model=tiny-mla`` for the first-generation model (no
+context use), ``--set model=random`` for a random-weight DeepseekV3 of the ctx shape built in code
+(``model_is_trained`` = 0 in the results says so). Per cell (recipe x cached tokens x seed):
 
 - kernel level: the last ``n_queries`` positions of a ``context_tokens`` window decode over the recipe's
   latent cache; output relative error and attention KL against a float64 reference, per layer, averaged;
 - model level: the float32 model's greedy continuation of ``generate_tokens`` tokens is teacher-forced
   through the recipe (every position attends over the recipe's cache, as in decoding): token agreement,
-  next-token KL and the NLL change on the window; retrieval probes when the zoo model is present;
+  next-token KL and the NLL change on the window;
+- retrieval (the ``retrieval`` profile; too costly for ``default``): held-out key->value and passkey probes
+  of ``probe_tokens`` tokens read through the recipe's cache (keys and values never seen in training);
 - cost: KV bytes per token (this model, and DeepSeek-V3's dims), a memory-bound speedup MODEL, and the CPU
   emulation's decode-step time (a CPU number, never a GPU claim).
 """
@@ -40,7 +43,7 @@ from neurips26.methods.snapmla.integration import capture_latents, rescale_rope_
 from neurips26.methods.snapmla.pipeline import DecodeRecipe
 from neurips26.zoo.builders import tiny_deepseek_v3
 
-MODELS = ("tiny-mla", "random")
+MODELS = ("tiny-mla-ctx", "tiny-mla", "random")
 
 
 @dataclass
@@ -49,9 +52,10 @@ class SnapMLAExperimentConfig:
 
     method: SnapMLAConfig = nested(SnapMLAConfig, "SnapMLAConfig's own defaults (config.py)")
     model: str = param(
-        "tiny-mla",
-        "issue: the zoo's trained tiny-mla (an error naming the fix when it cannot load); 'random' picks "
-        "a random-weight DeepseekV3 of the same shape",
+        "tiny-mla-ctx",
+        "issue #20: the zoo's tiny-mla-ctx, an MLA model that uses its context (an error naming the fix "
+        "when it cannot load); 'tiny-mla' the first-generation model; 'random' a random-weight DeepseekV3 "
+        "of the ctx shape",
     )
     context_tokens: int = param(1024, "issue: errors at 512/1k/2k cached tokens (the grid)")
     n_queries: int = param(32, "ours: the last 32 positions act as decode queries for the kernel metrics")
@@ -63,11 +67,12 @@ class SnapMLAExperimentConfig:
         "tiny model's RoPE/content range ratio from ~2 to ~530, bracketing the ~1e3/1e1 reported for "
         "DeepSeek",
     )
-    probe_samples: int = param(
-        4,
-        "ours: retrieval probes per kind (zoo model only); the default profile sets 0 because the zoo "
-        "card reports that retrieval has not emerged in tiny-mla",
+    probe_queries: int = param(
+        0,
+        "ours: held-out key->value and passkey answers scored per kind and cell (zoo model only); 0 in "
+        "default (a 1k-token probe costs ~1 s per recipe on one core), 40 in the retrieval profile",
     )
+    probe_tokens: int = param(1024, "issue #20: retrieval at 1k tokens, as tiny-mla-ctx's card measures it")
     decode_timing_reps: int = param(3, "ours: median of 3 timed CPU decode steps")
 
     def __post_init__(self) -> None:
@@ -77,7 +82,8 @@ class SnapMLAExperimentConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         check_positive("rope_gain", self.rope_gain)
-        for name in ("probe_samples", "decode_timing_reps"):
+        check_positive("probe_tokens", self.probe_tokens)
+        for name in ("probe_queries", "decode_timing_reps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -106,34 +112,34 @@ SYSTEMS: dict[str, Callable[[SnapMLAExperimentConfig], DecodeRecipe]] = {
     "snapmla": lambda c: c.method.recipe("snapmla", n_tiles=c.n_tiles),
     **{name: _baseline(name) for name in BASELINES},
 }
-# model='random' mirrors the zoo's tiny-mla shape (4 layers, d 256, 4 heads, d_c 64, d_r 16)
+# model='random' mirrors the zoo's tiny-mla-ctx shape (4 layers, d 256, 4 heads, d_c 96, d_r 32)
 FALLBACK_SHAPE = {
     "num_hidden_layers": 4,
     "hidden_size": 256,
     "num_attention_heads": 4,
-    "kv_lora_rank": 64,
-    "qk_rope_head_dim": 16,
-    "qk_nope_head_dim": 32,
-    "v_head_dim": 32,
-    "vocab_size": 512,
+    "kv_lora_rank": 96,
+    "qk_rope_head_dim": 32,
+    "qk_nope_head_dim": 48,
+    "v_head_dim": 48,
+    "vocab_size": 2048,
 }
 
 
 @functools.lru_cache(maxsize=2)
 def load_model(name: str, rope_gain: float = 1.0) -> tuple[Any, Any, bool]:
-    """(model, tokenizer or None, trained?): the zoo's ``tiny-mla`` checkpoint, or with ``name="random"``
+    """(model, tokenizer or None, trained?): a zoo MLA checkpoint by name, or with ``name="random"``
     a random-weight DeepseekV3 of the same shape; ``rope_gain`` != 1 applies the function-preserving
     :func:`rescale_rope_projection`. A zoo model that cannot load is an error naming the fix."""
     check_choice("model", name, MODELS)
     tokenizer, trained = None, False
-    if name == "tiny-mla":
+    if name != "random":
         from neurips26.zoo import load
 
         try:
-            model, tokenizer = load("tiny-mla")
+            model, tokenizer = load(name)
         except (ImportError, OSError, ValueError, KeyError) as error:
             raise RuntimeError(
-                f"the zoo's tiny-mla checkpoint could not be loaded ({type(error).__name__}: {error}); "
+                f"the zoo's {name} checkpoint could not be loaded ({type(error).__name__}: {error}); "
                 "install the llm extra (pip install -e '.[llm]') or run with --set model=random"
             ) from error
         model, trained = model.float().eval(), True
@@ -203,24 +209,24 @@ def _model_level(model: Any, recipe: DecodeRecipe, reference: dict[str, Any], co
     }
 
 
-def _probe_accuracy(
+def _retrieval(
     model: Any, tokenizer: Any, recipe: DecodeRecipe, config: SnapMLAExperimentConfig, seed: int
-) -> float:
-    from neurips26.zoo.evaluation import retrieval_accuracy
+) -> dict[str, float]:
+    """Held-out key->value and passkey accuracy with every attention reading the recipe's latent cache."""
+    from neurips26.zoo.ctx_cards import heldout_retrieval
 
-    scores = [
-        retrieval_accuracy(
+    return {
+        f"{kind}_accuracy": heldout_retrieval(
             model,
             tokenizer,
             kind,
-            config.context_tokens,
-            n_samples=config.probe_samples,
-            seed=1234 + seed,
+            config.probe_tokens,
+            config.probe_queries,
+            seed=2026 + seed,
             context=lambda: use_latent_mla(model, recipe),
-        )
-        for kind in ("kv", "passkey", "mqar")
-    ]
-    return sum(scores) / len(scores)
+        )["accuracy"]
+        for kind in ("kv", "passkey")
+    }
 
 
 def run(
@@ -260,8 +266,8 @@ def run(
         "joint_content_fp8_rel_mse": sum(r.joint_content_fp8_rel_mse for r in ranges) / len(ranges),
         "model_is_trained": float(trained),
     }
-    if trained and config.probe_samples > 0:
-        metrics["probe_accuracy"] = _probe_accuracy(model, tokenizer, recipe, config, seed)
+    if trained and config.probe_queries > 0:
+        metrics.update(_retrieval(model, tokenizer, recipe, config, seed))
     return metrics
 
 
@@ -313,6 +319,21 @@ EXPERIMENT = Experiment(
             # recipes by their precision; a control passing would mean the comparison cannot tell them apart)
             controls=("naive_fp8",),
         ),
+        Claim(
+            "on a model that uses its context (tiny-mla-ctx), SnapMLA's FP8 latent path keeps held-out "
+            "key->value retrieval within 5 points of BF16",
+            "kv_accuracy",
+            "snapmla",
+            ("bf16",),
+            kind="noninferior",
+            margin=0.05,
+            margin_scale="absolute",
+            margin_source="ours: issue #20 asks for the FP8 path's retrieval on tiny-mla-ctx; 5 points of "
+            "accuracy read as 'near parity' (the paper gives no retrieval tolerance)",
+            # negative control: naive per-tensor FP8 must lose retrieval, else probes cannot see FP8 error
+            controls=("naive_fp8",),
+            profiles=("retrieval", "full"),
+        ),
     ),
     metrics=(
         Metric(
@@ -330,7 +351,8 @@ EXPERIMENT = Experiment(
         ),
         Metric("next_token_kl", "min", "nats", "KL of next-token distributions vs fp32 on the continuation"),
         Metric("nll_delta", "min", "nats", "mean NLL change on the context window vs fp32"),
-        Metric("probe_accuracy", "max", "share", "retrieval probes (kv, passkey, MQAR); zoo model only"),
+        Metric("kv_accuracy", "max", "share", "held-out key->value retrieval through the recipe (zoo)"),
+        Metric("passkey_accuracy", "max", "share", "held-out passkey retrieval through the recipe (zoo)"),
         Metric("kv_bytes_per_token", "min", "B", "latent cache bytes per token, all layers of this model"),
         Metric("kv_bytes_per_token_dsv3", "min", "B", "bytes per token and layer at DeepSeek-V3 dims"),
         Metric(
@@ -341,24 +363,35 @@ EXPERIMENT = Experiment(
         Metric("content_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of c alone"),
         Metric("rope_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of k_R alone"),
         Metric("joint_content_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of c sharing k_R's scale"),
-        Metric("model_is_trained", "max", "bool", "1: zoo tiny-mla checkpoint; 0: random-weight fallback"),
+        Metric("model_is_trained", "max", "bool", "1: a zoo checkpoint; 0: random-weight fallback"),
     ),
     systems=SYSTEMS,
     profiles={
         "smoke": Profile(
             "smoke",
             budget_s=40,
-            overrides={"context_tokens": 256, "n_queries": 8, "generate_tokens": 16, "probe_samples": 1},
+            overrides={
+                "context_tokens": 256,
+                "n_queries": 8,
+                "generate_tokens": 16,
+                "probe_queries": 1,
+                "probe_tokens": 256,
+            },
             grid={"rope_gain": [1.0, 256.0]},
         ),
-        "default": Profile(
-            "default", budget_s=212, seeds=5, overrides={"probe_samples": 0}, grid=DEFAULT_GRID
+        "default": Profile("default", budget_s=212, seeds=5, grid=DEFAULT_GRID),
+        "retrieval": Profile(
+            "retrieval",
+            budget_s=400,
+            seeds=5,
+            overrides={"probe_queries": 20},
+            grid={"context_tokens": [1024]},
         ),
         "full": Profile(
             "full",
             budget_s=3600,
             seeds=5,
-            overrides={"generate_tokens": 512, "probe_samples": 32},
+            overrides={"generate_tokens": 512, "probe_queries": 40},
             grid={"context_tokens": [512, 1024, 2048, 4096], "rope_gain": [1.0, 256.0]},
         ),
     },
