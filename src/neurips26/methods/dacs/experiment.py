@@ -386,7 +386,7 @@ EXPERIMENT = Experiment(
         # K differs from the generator's sub-cluster count: DACS's accuracy and gamma error per K
         "ksweep": Profile(
             "ksweep",
-            budget_s=130,  # estimated: 2 settings x 5 K x 5 seeds at ~2.5 s a DACS cell, one worker
+            budget_s=292,  # measured: 292.0 s, one worker (K = 24 cells take ~20 s: the QP, see README)
             seeds=5,
             overrides=DEFAULT_OVERRIDES,
             grid={"setting": ["coupled", "coupled_score"], "method.n_prototypes": K_SWEEP},
