@@ -12,12 +12,14 @@ import torch
 
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
-from neurips26.methods.sad.models import Decomposer, Synthesizer
+from neurips26.methods.sad.models import Decomposer, Synthesizer, relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.training import (
     encode_records,
+    paired_rewards,
     sad_loss,
     scst_advantage,
+    subgoal_reward,
     supervised_loss,
     train_sad,
     train_supervised,
@@ -199,3 +201,77 @@ def test_padding_the_state_wider_changes_nothing(data):
         narrow_in = data.decomposer_input()
         wide_in = torch.cat([wide_state, data.outputs], 2)
         assert torch.equal(dec.generate(narrow_in, greedy=True), dec.generate(wide_in, greedy=True))
+
+
+def test_cached_decoding_equals_full_prefix_decoding(data):
+    """The key/value cache computes what the decoder over the whole prefix computes."""
+    dec = tiny_decomposer(4)
+    context = data.decomposer_input()
+    with torch.no_grad():
+        memory, pad = dec.encode(context)
+        prefix = torch.cat([torch.full_like(data.subgoal_seq[:, :1], tok.BOS), data.subgoal_seq], 1)[:, :10]
+        full = dec.decode(memory, pad, prefix)
+        cache = dec.start_cache(memory, pad)
+        stepped = torch.stack([dec.decode_step(prefix[:, t], cache) for t in range(prefix.shape[1])], 1)
+    torch.testing.assert_close(stepped, full, rtol=1e-4, atol=1e-4)
+    # beams: every hypothesis's score is its sequence log-probability (the cache follows the reordering)
+    beams, scores = dec.beam_search(context[:6], 3)
+    for k in range(3):
+        with torch.no_grad():
+            logp = torch.log_softmax(dec.teacher_forced_logits(context[:6], beams[:, k]), -1)
+        for n in range(6):
+            seq = beams[n, k].tolist()
+            ends = [t for t, token in enumerate(seq) if token in (tok.EOS, tok.PAD)]
+            length = ends[0] + 1 if ends else len(seq)  # a hypothesis ends at its first EOS or PAD
+            hand = sum(float(logp[n, t, seq[t]]) for t in range(length))
+            assert float(scores[n, k]) == pytest.approx(hand, abs=1e-3)
+    # repeat=2 decodes each context twice from one encoder pass, as if the contexts were stacked
+    greedy = dec.generate(context, greedy=True, repeat=2)
+    assert torch.equal(greedy, dec.generate(torch.cat([context, context]), greedy=True))
+
+
+def test_paired_rewards_equal_two_separate_passes(data):
+    synth = tiny_synth()
+    dec = tiny_decomposer(5)
+    context = data.decomposer_input()
+    n = context.shape[0]
+    pair = dec.generate(context, torch.arange(2 * n) >= n, torch.Generator().manual_seed(0), repeat=2)
+    sample, greedy = pair[:n].clone(), pair[n:]
+    sample[::2] = greedy[::2]  # half the samples equal their greedy decode (not rescored)
+    got_s, got_g = paired_rewards(synth, data.context, sample, greedy, data.statement)
+    torch.testing.assert_close(got_s, subgoal_reward(synth, data.context, sample, data.statement))
+    torch.testing.assert_close(got_g, subgoal_reward(synth, data.context, greedy, data.statement))
+
+
+def test_relation_features_by_hand():
+    """Reverse, Head and Map (+1) leave their fixed patterns in the relation features."""
+    tasks = [
+        t
+        for t in sample_tasks(np.random.default_rng(9), 60, (1,))
+        if t.program.statements[0].op.token in ("Reverse", "Head", "Map")
+    ]
+    tensors = encode_records(step_records(tasks))  # length 1: one record per task
+    features = relation_features(tensors.context.state, tensors.subgoal_block)  # [N, E, V, 42]
+    assert features.shape[-1] == 42 and len(tasks) >= 5
+    for i, task in enumerate(tasks):
+        statement = task.program.statements[0]
+        arg = int(statement.args[0][1:])
+        for e, ins in enumerate(task.inputs):
+            x = ins[arg]
+            equal = features[i, e, arg, :25].reshape(5, 5)
+            if statement.op.token == "Reverse":
+                for k in range(len(x)):
+                    assert equal[k, len(x) - 1 - k] == 1  # element k is target element len-1-k
+            elif statement.op.token == "Head":
+                assert equal[0, 0] == 1
+            elif statement.lam.token == "(+1)":
+                diff = features[i, e, arg, 30:35]
+                torch.testing.assert_close(diff[: len(x)], torch.full((len(x),), 1 / 50))
+    # the features reach the scores: without them the synthesizer computes something else
+    torch.manual_seed(0)
+    synth = Synthesizer(d_model=16, heads=2, layers=1, ff=32).eval()
+    with torch.no_grad():
+        on = synth.log_probs(tensors.context, tensors.subgoal_block)
+        synth.relations = None
+        off = synth.log_probs(tensors.context, tensors.subgoal_block)
+    assert not torch.allclose(on, off)

@@ -156,9 +156,15 @@ def train_synthesizer(
     return history
 
 
-def supervised_loss(decomposer: Decomposer, context: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """``L_sup``: token-mean cross-entropy of the GT subgoal sequence (EOS included, PAD ignored)."""
-    logits = decomposer.teacher_forced_logits(context, target)
+def supervised_loss(
+    decomposer: Decomposer,
+    context: torch.Tensor,
+    target: torch.Tensor,
+    encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """``L_sup``: token-mean cross-entropy of the GT subgoal sequence (EOS included, PAD ignored);
+    ``encoded`` reuses the decomposer's encoding of ``context``."""
+    logits = decomposer.teacher_forced_logits(context, target, encoded)
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, ignore_index=tok.PAD)
 
 
@@ -220,6 +226,27 @@ def subgoal_reward(
         return solver.score(context, subgoal, statement)
 
 
+def paired_rewards(
+    solver: SolverScorer,
+    context: SynthContext,
+    sample: torch.Tensor,
+    greedy: torch.Tensor,
+    statement: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rewards of the sampled and the greedy subgoals ``[N, T]`` in **one** frozen-solver pass (no
+    gradient): the greedy decodes plus only those samples that differ from their row's greedy decode (an
+    equal sample has the equal reward, so it is not scored twice)."""
+    differs = (sample != greedy).any(1)
+    extra = torch.nonzero(differs).squeeze(1)
+    rows = torch.cat([torch.arange(len(greedy)), extra])
+    subgoals = torch.cat([greedy, sample[extra]])
+    rewards = subgoal_reward(solver, context.index(rows), subgoals, statement[rows])
+    reward_greedy = rewards[: len(greedy)]
+    reward_sample = reward_greedy.clone()
+    reward_sample[extra] = rewards[len(greedy) :]
+    return reward_sample, reward_greedy
+
+
 def train_sad(
     decomposer: Decomposer,
     solver: SolverScorer,
@@ -246,24 +273,22 @@ def train_sad(
         context = data.decomposer_input(rows)
         synth_context = data.context.index(rows)
         statement = data.statement[rows]
-        decomposer.eval()  # decoding for the rollouts; no dropout either way
+        decomposer.train()  # no dropout anywhere: train and eval modes compute the same function
         n = len(rows)
-        pair = decomposer.generate(
-            torch.cat([context, context]),
+        encoded = decomposer.encode(context)  # one encoder pass: rollouts (detached), L_sup, policy terms
+        pair = decomposer.generate(  # rows :n sampled, n: greedy; cached decoding, no gradient
+            context,
             greedy=torch.arange(2 * n) >= n,
             generator=sampler,
             temperature=config.temperature,
+            repeat=2,
+            encoded=encoded,
         )
         sample = pair[:n]
-        both = SynthContext(
-            *(torch.cat([x, x]) for x in (synth_context.state, synth_context.var_pos, synth_context.kinds))
-        )
-        rewards = subgoal_reward(solver, both, pair, torch.cat([statement, statement]))
-        reward_sample, reward_greedy = rewards[:n], rewards[n:]
+        reward_sample, reward_greedy = paired_rewards(solver, synth_context, pair[:n], pair[n:], statement)
         advantage = scst_advantage(reward_sample, reward_greedy, config.center_advantage)
-        decomposer.train()
-        sup = supervised_loss(decomposer, context, data.subgoal_seq[rows])
-        logp_sample, entropy = decomposer.sequence_stats(context, sample)
+        sup = supervised_loss(decomposer, context, data.subgoal_seq[rows], encoded)
+        logp_sample, entropy = decomposer.sequence_stats(context, sample, encoded)
         loss, rl = sad_loss(sup, logp_sample, entropy, advantage, config)
         optimizer.zero_grad()
         loss.backward()
