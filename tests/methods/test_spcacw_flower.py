@@ -1,21 +1,29 @@
-"""SP-CACW's Flower strategy: FedAvg equivalence, dropped replies, bound weights, state round trip.
+"""SP-CACW's Flower strategy and App: FedAvg equivalence, dropped replies, bound weights, state round trip,
+and the same weights as the in-process engine through the ClientApp, the Simulation Engine (Ray) and a
+loopback Deployment Engine (one SuperLink, three SuperNodes).
 
-Skipped where flwr is not installed (it is an optional extra: it pins protobuf<7 and, with [simulation],
-ray==2.55.1). Run it in an environment with ``pip install 'flwr==1.42.0'``.
+flwr is in the ``flower`` extra (part of ``all``); without it these tests skip.
 """
 
 from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict  # noqa: E402
 from flwr.serverapp.strategy import FedAvg  # noqa: E402
 
-from neurips26.methods.spcacw import SPCACWConfig  # noqa: E402
+from neurips26.methods.spcacw import SPCACWConfig, flower_app  # noqa: E402
 from neurips26.methods.spcacw.integration import SPCACWStrategy, make_client_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -101,3 +109,67 @@ def test_strategy_state_round_trips_and_bad_input():
     with pytest.raises(ValueError, match="n_clients"):
         SPCACWStrategy(0, 1)
     assert make_client_app(lambda arrays, config, context: (arrays, 1, 0.0)) is not None
+
+
+def test_packaged_app_config_and_components_match_the_module():
+    project = tomllib.loads((ROOT / "src/neurips26/methods/spcacw/flwr_app/pyproject.toml").read_text())
+    app = project["tool"]["flwr"]["app"]
+    assert app["config"] == flower_app.RUN_CONFIG
+    for key, name in (("serverapp", "server_app"), ("clientapp", "client_app")):
+        assert app["components"][key] == f"neurips26.methods.spcacw.flower_app:{name}"
+    assert flower_app.server_app is not None and flower_app.client_app is not None
+
+
+def _in_process_flower_run(overrides: dict) -> tuple[SPCACWStrategy, np.ndarray]:
+    """The strategy and the real ClientApp exchanging real Messages, with no engine in between."""
+    run = {**flower_app.RUN_CONFIG, **overrides}
+    n = run["n-clients"]
+    _, client, _ = flower_app.build_apps(overrides)
+    strategy = SPCACWStrategy(run["target"], n, flower_app.spcacw_config(run), rule=run["rule"])
+    contexts = [Context(1, i + 1, {"partition-id": i}, RecordDict(), {}) for i in range(n)]
+    arrays = ArrayRecord({"theta": Array(flower_app.initial_parameters(run["hidden"], run["seed"]).numpy())})
+    for server_round in range(1, run["num-server-rounds"] + 1):
+        messages = list(strategy.configure_train(server_round, arrays, ConfigRecord({}), _Grid(n)))
+        replies = [client(msg, contexts[msg.metadata.dst_node_id - 1]) for msg in messages]
+        arrays, _ = strategy.aggregate_train(server_round, replies)
+    return strategy, arrays["theta"].numpy()
+
+
+def _assert_same_as_engine(alphas: np.ndarray, theta: np.ndarray, overrides: dict) -> None:
+    reference = flower_app.engine_reference(overrides)
+    np.testing.assert_allclose(alphas, np.asarray(reference["alpha"]), atol=1e-6)
+    np.testing.assert_allclose(theta, np.asarray(reference["theta"]), atol=1e-5)
+    assert (alphas[1:, 1:] > 0.05).any()  # peers really get weight: the comparison is not Local vs Local
+
+
+def test_client_app_replays_the_engine_and_the_strategy_reproduces_its_weights():
+    overrides = {"num-server-rounds": 4}
+    strategy, theta = _in_process_flower_run(overrides)
+    _assert_same_as_engine(np.array([r.alpha for r in strategy.log]), theta, overrides)
+    # the client's generator lives in context.state: a wrong seed there changes the minibatches and the model
+    _, theta_wrong = _in_process_flower_run({**overrides, "seed": 1})
+    assert np.abs(theta_wrong - theta).max() > 1e-3
+
+
+@pytest.mark.slow
+def test_run_simulation_gives_the_engine_weights():
+    from flwr.simulation import run_simulation
+
+    overrides = {"num-server-rounds": 3}
+    server, client, outcome = flower_app.build_apps(overrides)
+    run_simulation(
+        server, client, num_supernodes=flower_app.RUN_CONFIG["n-clients"],
+        backend_config={"client_resources": {"num_cpus": 1},
+                        "init_args": {"num_cpus": 2, "include_dashboard": False}},
+    )  # fmt: skip
+    _assert_same_as_engine(np.array([r.alpha for r in outcome["strategy"].log]), outcome["theta"], overrides)
+
+
+@pytest.mark.slow
+def test_loopback_deployment_gives_the_engine_weights(tmp_path):
+    spec = importlib.util.spec_from_file_location("spcacw_loopback", ROOT / "benchmarks/spcacw_loopback.py")
+    loopback = importlib.util.module_from_spec(spec)
+    sys.modules["spcacw_loopback"] = loopback
+    spec.loader.exec_module(loopback)
+    log = loopback.run_loopback(2, tmp_path)
+    _assert_same_as_engine(np.asarray(log["alpha"]), np.asarray(log["theta"]), {"num-server-rounds": 2})
