@@ -1,8 +1,9 @@
 """``neurips26 screensearch explore``: explore an app into a persistent, deduplicated state graph.
 
 ``neurips26 screensearch explore --app galculator --workers 2 --budget 1000 --db graph.sqlite``
-(``--app synthetic`` runs anywhere; ``galculator`` and the web fixtures ``web_wizard``, ``web_todo``,
-``web_settings`` need the Debian packages in the README).
+(``--app synthetic`` runs anywhere; the GTK apps ``galculator``, ``mousepad``, ``gnumeric``, ``abiword``,
+``pcmanfm`` and the web fixtures ``web_wizard``, ``web_todo``, ``web_settings`` need the Debian packages in
+the README).
 ``--workers N > 1`` runs N explorers as Ray actors with one graph-store actor as the single SQLite
 writer; ``--workers 1`` runs the same code in-process.
 """
@@ -29,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="screensearch_command", required=True)
     explore = sub.add_parser("explore", help="explore an app into a state graph (SQLite)")
     explore.add_argument(
-        "--app", default="synthetic", help="synthetic, galculator, web_wizard, web_todo or web_settings"
+        "--app",
+        default="synthetic",
+        help="synthetic; galculator, mousepad, gnumeric, abiword or pcmanfm (GTK); "
+        "web_wizard, web_todo or web_settings (chromium)",
     )
     explore.add_argument("--policy", default="screensearch", help=f"one of {', '.join(POLICY_NAMES)}")
     explore.add_argument("--budget", type=int, default=300, help="actions per worker (replays included)")
