@@ -77,40 +77,57 @@ class SubsetObjective:
         """Marginal gains of items ``rows`` (default: all) given the best-coverage vector (n,)."""
         sim = self.similarity if rows is None else self.similarity[rows]
         utility = self.utility if rows is None else self.utility[rows]
-        fl = np.maximum(sim - coverage[None, :], 0.0).sum(axis=1, dtype=np.float64)
+        # sum_j max(sim_ij - c_j, 0) = sum_j max(sim_ij, c_j) - sum_j c_j: one pass, no temporary
+        fl = np.maximum(sim, coverage[None, :]).sum(axis=1, dtype=np.float64) - coverage.sum(dtype=np.float64)
         return self.lam * utility + (1.0 - self.lam) * self.coverage_scale * fl
 
 
 def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int]:
     """Greedy maximisation of F with lazy (Minoux 1978) marginal-gain updates; returns k item indices.
 
-    Submodularity makes a stale gain an upper bound, so the item with the largest bound is the greedy
-    choice as soon as its bound is fresh. Bounds live in one array (no Python heap): each refresh
-    recomputes, in one vectorised call, the ``batch`` largest stale bounds. Ties break to the lowest
-    index, exactly as ``argmax`` in plain greedy.
+    Submodularity makes a stale gain an upper bound. Each step takes the ``batch`` items with the largest
+    bounds, refreshes the stale ones in one vectorised call, and accepts the best refreshed item as soon
+    as its exact gain is at least every bound outside the batch (the greedy choice: no other item can do
+    better); otherwise the batch doubles. Bounds live in one array (no Python heap). Ties break to the
+    lowest index, exactly as ``argmax`` in plain greedy, so the subset equals plain greedy's.
     """
     n = len(objective.utility)
     if not 1 <= k <= n:
         raise ValueError(f"k must lie in [1, {n}], got {k}")
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
     coverage = np.zeros(n, dtype=objective.similarity.dtype)
     bound = objective.gains(coverage)  # one vectorised pass: every bound is fresh at step 0
     fresh = np.ones(n, dtype=bool)
     chosen: list[int] = []
     while len(chosen) < k:
         top = int(np.argmax(bound))
-        if fresh[top]:  # largest bound and exact: the greedy choice
-            chosen.append(top)
-            bound[top] = -np.inf
-            coverage = np.maximum(coverage, objective.similarity[top])
-            fresh[:] = False
-            continue
-        if n - len(chosen) > batch:
-            rows = np.argpartition(-bound, batch)[:batch]
-            rows = np.union1d(rows[~fresh[rows] & np.isfinite(bound[rows])], [top])
-        else:
-            rows = np.flatnonzero(~fresh & np.isfinite(bound))
-        bound[rows] = objective.gains(coverage, rows)
-        fresh[rows] = True
+        size = batch
+        while not fresh[top]:  # the largest bound is stale: refresh a batch of the largest bounds
+            remaining = n - len(chosen)
+            if size >= remaining:  # the batch is everything left: refresh all, take the exact argmax
+                rows = np.flatnonzero(~fresh & np.isfinite(bound))
+                bound[rows] = objective.gains(coverage, rows)
+                fresh[rows] = True
+                top = int(np.argmax(bound))
+                break
+            order = np.argpartition(-bound, size)
+            rows, outside = order[:size], float(bound[order[size]])  # outside: largest bound left out
+            stale = rows[~fresh[rows]]
+            bound[stale] = objective.gains(coverage, stale)
+            fresh[stale] = True
+            values = bound[rows]
+            best = float(values.max())
+            candidate = int(rows[values == best].min())  # lowest index among the batch's best
+            if best > outside or (best == outside and candidate == int(np.flatnonzero(bound == best).min())):
+                top = candidate  # no item outside the batch can beat (or tie at a lower index) this gain
+                break
+            top = int(np.argmax(bound))  # stale again unless the batch's best is the global largest bound
+            size *= 2
+        chosen.append(top)
+        bound[top] = -np.inf
+        coverage = np.maximum(coverage, objective.similarity[top])
+        fresh[:] = False
     return chosen
 
 
