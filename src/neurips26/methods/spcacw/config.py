@@ -40,6 +40,11 @@ class SPCACWConfig:
     variance_groups: int = param(
         4, "ours: micro-batches per minibatch for the within-client variance (unbiased from 2 up)"
     )
+    variance_every: int = param(
+        4,
+        "ours: the in-process engine re-estimates s_i every 4th round (the EMA of s_i has ~10 rounds of "
+        "memory); other rounds run the plain gradient and subtract the EMA of s_i in the bias estimate",
+    )
     update: str = param(
         "gradient", "paper: peers' stochastic gradients; 'delta' uses local-step model deltas"
     )
@@ -57,6 +62,7 @@ class SPCACWConfig:
         check_in_range("bias_decay", self.bias_decay, 0.0, 0.999999)
         check_int("variance_groups", self.variance_groups, minimum=2)
         check_int("local_steps", self.local_steps, minimum=1)
+        check_int("variance_every", self.variance_every, minimum=1)
         check_int("warmup_rounds", self.warmup_rounds, minimum=0)
         if self.update == "gradient" and self.local_steps != 1:
             raise ValueError(

@@ -385,6 +385,89 @@ class BiasEstimator:
         return out
 
 
+class BiasEstimators:
+    """:class:`BiasEstimator` for several targets at once: the same debiased EMAs as (T, N) arrays.
+
+    Row ``r`` is the estimator of target ``targets[r]``; every method does in one vectorised step what a
+    list of ``BiasEstimator`` does target by target (the in-process engine's per-round bookkeeping).
+    """
+
+    def __init__(self, n_clients: int, targets: Any, decay: float = 0.9) -> None:
+        check_int("n_clients", n_clients, minimum=2)
+        self.targets = np.asarray(targets, dtype=np.int64).reshape(-1)
+        if self.targets.size == 0 or (self.targets < 0).any() or (self.targets >= n_clients).any():
+            raise ValueError(f"targets={self.targets.tolist()} must be among the {n_clients} clients")
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"decay must lie in [0, 1), got {decay!r}")
+        self.n_clients, self.decay = n_clients, float(decay)
+        self.rows = np.arange(self.targets.size)
+        shape = (self.targets.size, n_clients)
+        self.distance, self.noise = np.zeros(shape), np.zeros(shape)
+        self.spread, self.weight, self.spread_weight = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+
+    def update(self, sq_distance: np.ndarray, variance: np.ndarray, observed: np.ndarray) -> None:
+        """One round for every target: (T, N) ``||g_i - g_target||^2``, ``s_i`` and validity masks.
+
+        ``s_i`` may be NaN for an observed client (a round without a variance estimate, see
+        ``SPCACWConfig.variance_every``): its noise term then uses the EMA of its past ``s_i`` and that EMA
+        keeps its state; with a fresh ``s_i`` every round this is :class:`BiasEstimator`'s update exactly.
+        """
+        d, s = np.asarray(sq_distance, np.float64), np.asarray(variance, np.float64)
+        mask = np.asarray(observed, bool) & np.isfinite(d)
+        mask &= mask[self.rows, self.targets][:, None]  # no target gradient: that row keeps its state
+        fresh_s = mask & np.isfinite(s)
+        s = np.where(fresh_s, s, self.variance())
+        noise = np.where(mask, s + s[self.rows, self.targets][:, None], 0.0)
+        noise[self.rows, self.targets] = 0.0
+        keep = np.where(mask, self.decay, 1.0)
+        fresh = np.where(mask, 1.0 - self.decay, 0.0)
+        self.distance = keep * self.distance + fresh * np.nan_to_num(d)
+        self.noise = keep * self.noise + fresh * noise
+        self.weight = keep * self.weight + fresh
+        keep_s = np.where(fresh_s, self.decay, 1.0)
+        self.spread = keep_s * self.spread + np.where(fresh_s, (1.0 - self.decay) * s, 0.0)
+        self.spread_weight = keep_s * self.spread_weight + np.where(fresh_s, 1.0 - self.decay, 0.0)
+
+    def variance(self) -> np.ndarray:
+        """(T, N) bias-corrected EMA of ``s_i``; 1.0 where a client was never observed."""
+        seen = self.spread_weight > 0
+        return np.where(seen, self.spread / np.where(seen, self.spread_weight, 1.0), 1.0)
+
+    def estimate(self) -> np.ndarray:
+        """(T, N) ``zeta_i^2`` floored at 0; ``inf`` where never observed; 0 for each row's target."""
+        seen = self.weight > 0
+        raw = np.where(seen, (self.distance - self.noise) / np.where(seen, self.weight, 1.0), np.inf)
+        out = np.maximum(raw, 0.0)
+        out[self.rows, self.targets] = 0.0
+        return out
+
+
+def choose_weights_batch(
+    variance: np.ndarray, bias_sq: np.ndarray, targets: np.ndarray, scale: float, bias_form: str
+) -> dict[str, np.ndarray]:
+    """:func:`choose_weights` (exact solver) for T targets in one vectorised call; inputs are trusted.
+
+    ``variance`` and ``bias_sq`` are (T, N) with ``bias_sq[r, targets[r]] = 0`` and ``inf`` for excluded
+    clients. Returns the (T, N) ``alpha`` and ``variance_terms`` and the (T,) ``bias``, ``bound``,
+    ``local_bound``, ``threshold`` and ``alone`` (the certificate) of every target.
+    """
+    rows = np.arange(variance.shape[0])
+    s = np.maximum(variance, _VARIANCE_FLOOR * np.maximum(variance.max(1, keepdims=True), 1e-300))
+    finite = np.isfinite(bias_sq)
+    alpha, threshold = solve_exact(s, bias_sq, scale, bias_form)
+    alpha = np.where(finite, alpha, 0.0)
+    alpha /= alpha.sum(1, keepdims=True)
+    z = np.where(finite, bias_sq, 0.0)
+    terms = scale * alpha**2 * s
+    bias = (alpha * np.sqrt(z)).sum(1) ** 2 if bias_form == "squared" else (alpha * z).sum(1)
+    peers = alpha.copy()
+    peers[rows, targets] = 0.0
+    return {
+        "alpha": alpha, "variance_terms": terms, "bias": bias, "bound": terms.sum(1) + bias,
+        "local_bound": scale * s[rows, targets], "threshold": threshold, "alone": (peers == 0.0).all(1),
+    }  # fmt: skip
+
+
 @dataclass(frozen=True)
 class RoundRecord:
     """One round of one target's log: every client's weight, bias and variance term, and the certificate."""

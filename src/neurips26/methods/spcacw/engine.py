@@ -19,7 +19,14 @@ from torch.func import vmap
 
 from neurips26.data.federated import ClientData, LinearFederation
 from neurips26.methods.spcacw.config import SPCACWConfig
-from neurips26.methods.spcacw.core import BiasEstimator, RoundRecord, choose_weights, within_client_variance
+from neurips26.methods.spcacw.core import (
+    BiasEstimator,
+    BiasEstimators,
+    RoundRecord,
+    choose_weights,
+    choose_weights_batch,
+    within_client_variance,
+)
 
 WEIGHT_RULES = ("bound", "uniform", "oracle", "samples", "local")
 
@@ -225,8 +232,9 @@ def client_updates(
     config: SPCACWConfig,
     batch: int,
     generator: torch.Generator,
+    with_variance: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every client's update at every target's model, with its variance.
+    """Every client's update at every target's model, with its variance (NaN when not ``with_variance``).
 
     ``theta`` (T, P). Gradient mode: ``g[t, i]`` is client i's minibatch gradient at ``theta[t]``. Delta
     mode: client i runs ``local_steps`` SGD steps from ``theta[t]`` and ``g[t, i] = (theta[t] - phi) /
@@ -238,11 +246,12 @@ def client_updates(
     n = data.n_clients
     phi = theta[:, None, :].expand(t, n, p).reshape(t * n, p)
     variances = torch.zeros(t * n)
+    groups = config.variance_groups if with_variance else 1  # groups=1: the plain gradient, s = NaN
     for _ in range(config.local_steps):
         x, y = data.sample_batch(batch, generator)
         if t > 1:
             x, y = x.repeat(t, 1, 1), y.repeat(t, 1)
-        step, s = kernels.model.gradient_and_variance(phi, x, y, config.variance_groups)  # (T*N, P), (T*N,)
+        step, s = kernels.model.gradient_and_variance(phi, x, y, groups)  # (T*N, P), (T*N,)
         variances += s
         if config.update == "gradient":
             return step.reshape(t, n, p), variances.reshape(t, n)
@@ -264,11 +273,15 @@ def run_weighted(
     targets: Sequence[int] | None = None,
     eval_every: int = 10,
     theta0: torch.Tensor | None = None,
+    vectorised: bool = True,
 ) -> WeightedRun:
     """Train one model per target by weighted update averaging; ``rule="bound"`` is SP-CACW.
 
     Each round every client computes its update at every target's model (O(T N) client updates); each
     target's weights come from ``rule``; the target steps ``theta <- theta - eta sum_i alpha_i g_i``.
+    With ``vectorised`` (default) SP-CACW's estimators and exact solve run for all targets in one step
+    (:class:`BiasEstimators`, :func:`choose_weights_batch`); ``vectorised=False`` (and ``solver="osqp"``)
+    runs :func:`choose_weights` target by target, the reference the tests compare with.
     """
     if rule not in WEIGHT_RULES:
         raise ValueError(f"rule={rule!r} is not allowed; choose one of {list(WEIGHT_RULES)}")
@@ -280,16 +293,28 @@ def run_weighted(
     init = model.init(1, generator) if theta0 is None else theta0.reshape(1, -1)
     theta = init.expand(len(targets), -1).clone()
     kernels = Kernels(model)
+    vectorised = vectorised and rule == "bound" and config.solver == "exact"
+    if not vectorised and rule == "bound" and config.variance_every != 1:
+        raise ValueError("the per-target reference loop (vectorised=False, or solver='osqp') needs "
+                         f"variance_every=1, got {config.variance_every}")  # fmt: skip
     estimators = [BiasEstimator(data.n_clients, t, config.bias_decay) for t in targets]
+    batched = BiasEstimators(data.n_clients, targets, config.bias_decay)
     fixed = {t: reference_weights(rule, data, t) for t in targets} if rule != "bound" else {}
     logs: dict[int, list[RoundRecord]] = {t: [] for t in targets}
     curve: list[np.ndarray] = []
     solve_seconds = 0.0
     for r in range(rounds):
-        g, s = client_updates(kernels, theta, data, config, batch, generator)
-        alpha = torch.empty(len(targets), data.n_clients)
-        for row, target in enumerate(targets):
-            valid = torch.isfinite(s[row])  # s sums squares of g's entries: NaN/inf in g reach it
+        fresh = rule == "bound" and r % config.variance_every == 0  # fixed rules never use s
+        g, s = client_updates(kernels, theta, data, config, batch, generator, with_variance=fresh)
+        valid_all = torch.isfinite(g.sum(-1))  # (T, N): NaN/inf anywhere in a client's update
+        if vectorised:
+            alpha = _bound_weights_all_targets(batched, g, s, r, config, logs)
+            solve_seconds += alpha.solve_seconds
+            alpha = alpha.weights
+        else:
+            alpha = torch.empty(len(targets), data.n_clients)
+        for row, target in enumerate([] if vectorised else targets):
+            valid = valid_all[row]
             s_row = s[row].double().numpy()
             if rule == "bound":
                 start = time.perf_counter()
@@ -314,11 +339,52 @@ def run_weighted(
                 weights = fixed[target] * valid.numpy()
                 weights = weights / weights.sum()
             alpha[row] = torch.from_numpy(weights).float()
-        step = torch.einsum("tn,tnp->tp", alpha, g if bool(torch.isfinite(s).all()) else torch.nan_to_num(g))
+        step = torch.einsum("tn,tnp->tp", alpha, g if bool(valid_all.all()) else torch.nan_to_num(g))
         theta = theta - config.lr * config.local_steps * step  # delta mode: the whole averaged delta
         if (r + 1) % eval_every == 0 or r == rounds - 1:
             curve.append(weighted_accuracy(model, theta, data, targets))
     return WeightedRun(theta, targets, curve, logs, solve_seconds)
+
+
+@dataclass
+class _RoundWeights:
+    weights: torch.Tensor  # (T, N)
+    solve_seconds: float
+
+
+def _bound_weights_all_targets(
+    estimators: BiasEstimators,
+    g: torch.Tensor,
+    s: torch.Tensor,
+    round_index: int,
+    config: SPCACWConfig,
+    logs: dict[int, list[RoundRecord]],
+) -> _RoundWeights:
+    """SP-CACW's weights of round ``round_index`` for every target at once, logged; estimators updated."""
+    start = time.perf_counter()
+    targets, rows = estimators.targets, estimators.rows
+    s_np = s.double().numpy()  # NaN in a round without variance estimates
+    valid = torch.isfinite(g.sum(-1)).numpy()  # NaN/inf anywhere in a client's update
+    bias_sq = estimators.estimate()
+    bias_sq[~valid] = np.inf  # a dropped reply gets no weight this round
+    if round_index < config.warmup_rounds:
+        bias_sq = np.full_like(bias_sq, np.inf)
+        bias_sq[rows, targets] = 0.0
+    variance = estimators.variance()
+    out = choose_weights_batch(variance, bias_sq, targets, config.variance_scale, config.bias_form)
+    solve = time.perf_counter() - start
+    for row, target in enumerate(targets.tolist()):
+        logs[target].append(RoundRecord(
+            round=round_index, alpha=out["alpha"][row].tolist(), bias_sq=bias_sq[row].tolist(),
+            variance=variance[row].tolist(), variance_terms=out["variance_terms"][row].tolist(),
+            bias=float(out["bias"][row]), bound=float(out["bound"][row]),
+            local_bound=float(out["local_bound"][row]), better_off_alone=bool(out["alone"][row]),
+            dropped=np.flatnonzero(~valid[row]).tolist(),
+        ))  # fmt: skip
+    own = g[torch.from_numpy(rows), torch.from_numpy(targets)]  # (T, P) each target's own update
+    diff = g - own[:, None, :]
+    estimators.update((diff * diff).sum(-1).double().numpy(), s_np, valid)
+    return _RoundWeights(torch.from_numpy(out["alpha"]).float(), solve)
 
 
 @dataclass

@@ -69,7 +69,7 @@ def spcacw_config(run_config: dict[str, Any]) -> SPCACWConfig:
     """The strategy's and the engine's :class:`SPCACWConfig` from a run config."""
     return SPCACWConfig(
         update="delta", lr=float(run_config["lr"]), smoothness=float(run_config["smoothness"]),
-        local_steps=int(run_config["local-steps"]),
+        local_steps=int(run_config["local-steps"]), variance_every=1,  # Flower clients report s_i every round
     )  # fmt: skip
 
 
