@@ -9,8 +9,8 @@ in-process engine calls) and returns ``x - K eta sum_i alpha_i g_i = sum_i alpha
 ``rule="samples"`` the weights are the sample counts and the aggregate is FedAvg's.
 
 One target per strategy; "every client its own target" runs one strategy (one ServerApp) per target:
-O(N^2) messages a round. flwr is optional (``pip install 'flwr==1.42.0'``); this module imports it lazily
-and raises an ImportError that says so.
+O(N^2) messages a round. flwr comes with the ``flower`` extra (in ``all``); without it this module still
+imports and the strategy raises an ImportError that says what to install.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ SAMPLES_KEY = "num-examples"
 def _require_flwr() -> None:
     if not FLWR_AVAILABLE:
         raise ImportError(
-            "SPCACWStrategy needs Flower: pip install 'flwr==1.42.0' (it pins protobuf<7; its [simulation] "
-            "extra pins ray==2.55.1)"
+            "SPCACWStrategy needs Flower: pip install 'neurips26[flower]' (flwr[simulation]==1.42.0, which "
+            "pins protobuf<7 and ray==2.55.1)"
         )
 
 
