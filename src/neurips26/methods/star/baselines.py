@@ -22,12 +22,14 @@ from neurips26.methods.star.core import MaskedPatchReconstructor
 from neurips26.methods.star.integration import (
     SchemaSeries,
     WindowedReconstructionDetector,
+    _robust_stats,
     _validate_schema,
+    _window_starts,
     encode_series,
 )
 from neurips26.zoo.tsfm import TSBackbone
 
-__all__ = ["BackboneDetector", "FrozenReconstructor", "WindowedPyOD"]
+__all__ = ["BackboneDetector", "FrozenReconstructor", "PerStateDetector", "SeriesPyOD", "WindowedPyOD"]
 
 STATE_HANDLING = ("drop", "numbers", "one_hot")
 ADAPTERS = ("none", "lora")
@@ -239,3 +241,139 @@ class SeriesPyOD(WindowedPyOD):
 
     def decision_function(self, X: Any) -> np.ndarray:
         return np.asarray(self.detector_.decision_function(self._table(X, False)), dtype=np.float64)
+
+
+class _SubsetLoRA(BackboneDetector):
+    """A numeric-only static-LoRA detector fine-tuned on a given subset of window starts."""
+
+    allowed_starts: np.ndarray | None = None
+
+    def _training_starts(self, n: int) -> np.ndarray:
+        return super()._training_starts(n) if self.allowed_starts is None else self.allowed_starts
+
+
+class PerStateDetector(BaseDetector):
+    """One model per state combination (re-implemented; the paper's "separate model per state" baseline).
+
+    Each training window is assigned the combination of state values most of its steps share; the
+    ``max_models`` most frequent combinations with at least ``min_windows`` windows each get their own
+    backbone + static LoRA (numeric channels, peft), fine-tuned on their windows only; one more model,
+    fine-tuned on every window, scores the steps of any other combination (rare or unseen). The total
+    fine-tuning budget ``n_steps`` is split evenly over the models, so the baseline gets the same
+    optimizer steps as STAR. Each model's scores are robust-normalised on the training steps of its own
+    combination, so scores of different models are comparable. Needs at least one state column.
+    """
+
+    def __init__(
+        self,
+        state_columns: Mapping[Hashable, Sequence[Any]] | None = None,
+        backbone: TSBackbone | None = None,
+        max_models: int = 4,
+        min_windows: int = 8,
+        rank: int = 4,
+        alpha: float = 8.0,
+        target_modules: tuple[str, ...] = ("q", "v", "fc2"),
+        window: int = 64,
+        n_steps: int = 300,
+        batch_size: int = 32,
+        lr: float = 3e-3,
+        mask_ratio: float = 0.3,
+        stride: int = 16,
+        contamination: float = 0.1,
+        random_state: int = 0,
+    ) -> None:
+        super().__init__(contamination=contamination)
+        self.state_columns = state_columns
+        self.backbone = backbone
+        self.max_models = max_models
+        self.min_windows = min_windows
+        self.rank = rank
+        self.alpha = alpha
+        self.target_modules = target_modules
+        self.window = window
+        self.n_steps = n_steps
+        self.batch_size = batch_size
+        self.lr = lr
+        self.mask_ratio = mask_ratio
+        self.stride = stride
+        self.random_state = random_state
+
+    def _combination_ids(self, X: Any) -> np.ndarray:
+        """Per step: the index of its state combination among ``combinations_`` (-1: none of them)."""
+        _, codes, _, _ = encode_series(X, self.schema_, self.numeric_columns_)
+        match = (codes[:, None, :] == self.combinations_[None]).all(-1)  # (n, K)
+        return np.where(match.any(1), match.argmax(1), -1)
+
+    def fit(self, X: Any, y: Any = None) -> PerStateDetector:
+        """Fit the per-combination models and the fallback model on normal data ``X``."""
+        if not isinstance(self.max_models, int) or self.max_models < 1:
+            raise ValueError(f"max_models must be an int >= 1, got {self.max_models!r}")
+        self.schema_ = _validate_schema(self.state_columns)
+        if not self.schema_:
+            raise ValueError("state_columns is empty: one model per state combination needs a state column")
+        _, codes, _, keys = encode_series(X, self.schema_)
+        self.numeric_columns_ = keys
+        starts = _window_starts(len(codes), self.window, self.stride)
+        combos, step_ids = np.unique(codes, axis=0, return_inverse=True)
+        step_ids = step_ids.reshape(-1)
+        window_ids = step_ids[starts[:, None] + np.arange(self.window)]  # (W, window)
+        counts = (window_ids[:, :, None] == np.arange(len(combos))).sum(1)  # (W, n_combos)
+        modal = counts.argmax(1)
+        frequency = np.bincount(modal, minlength=len(combos))
+        ranked = [k for k in np.argsort(-frequency, kind="stable") if frequency[k] >= self.min_windows]
+        chosen = ranked[: self.max_models]
+        self.combinations_ = combos[chosen].reshape(len(chosen), -1)
+        steps_each = max(1, self.n_steps // (len(chosen) + 1))
+        self.members_: list[_SubsetLoRA] = []
+        ids = self._combination_ids(X)
+        self.member_stats_: list[tuple[float, float]] = []
+        for position, subset in enumerate([*(starts[modal == k] for k in chosen), None]):
+            member = _SubsetLoRA(
+                self.schema_,
+                self.backbone,
+                "drop",
+                "lora",
+                self.rank,
+                self.alpha,
+                self.target_modules,
+                self.window,
+                steps_each,
+                self.batch_size,
+                self.lr,
+                self.mask_ratio,
+                4,
+                self.stride,
+                self.contamination,
+                self.random_state + position,
+            )
+            member.allowed_starts = subset
+            member.fit(X)
+            own = ids == position if subset is not None else np.ones(len(ids), dtype=bool)
+            center, spread = _robust_stats(member.decision_scores_[own][:, None])
+            self.member_stats_.append((float(center[0]), float(spread[0])))
+            self.members_.append(member)
+        which = np.where(ids >= 0, ids, len(self.members_) - 1)
+        self.decision_scores_ = np.empty(len(ids))
+        for position, member in enumerate(self.members_):  # the members' own training scores, no rescoring
+            center, spread = self.member_stats_[position]
+            mine = which == position
+            self.decision_scores_[mine] = (member.decision_scores_[mine] - center) / spread
+        self._process_decision_scores()
+        return self
+
+    def _score(self, X: Any, ids: np.ndarray) -> np.ndarray:
+        fallback = len(self.members_) - 1
+        which = np.where(ids >= 0, ids, fallback)
+        score = np.empty(len(ids))
+        for position, member in enumerate(self.members_):
+            mine = which == position
+            if mine.any():
+                center, spread = self.member_stats_[position]
+                score[mine] = (member.decision_function(X)[mine] - center) / spread
+        return score
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Anomaly score per step: the model of the step's state combination (else the fallback)."""
+        if not hasattr(self, "members_"):
+            raise RuntimeError("PerStateDetector is not fitted: call fit(X) first")
+        return self._score(X, self._combination_ids(X))

@@ -183,6 +183,10 @@ class WindowedReconstructionDetector(BaseDetector):
         """The channels the backbone reconstructs (baselines append states here)."""
         return series.numeric
 
+    def _training_starts(self, n: int) -> np.ndarray:
+        """Start steps of the windows fine-tuning samples from (a baseline may keep a subset)."""
+        return _window_starts(n, self.window, self.stride)
+
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
         for name in ("window", "batch_size", "mask_groups", "stride"):
@@ -244,7 +248,7 @@ class WindowedReconstructionDetector(BaseDetector):
         if self.n_steps == 0 or not params:
             return
         generator = torch.Generator().manual_seed(self.random_state)
-        starts = _window_starts(channels.shape[0], self.window, self.stride)
+        starts = self._training_starts(channels.shape[0])
         x = torch.from_numpy(np.ascontiguousarray(channels.T))
         s = torch.from_numpy(np.ascontiguousarray(codes.T))
         offsets = torch.arange(self.window)
