@@ -12,7 +12,8 @@ import torch
 
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
-from neurips26.methods.sad.models import Decomposer, Synthesizer, relation_features
+from neurips26.methods.sad.models import Decomposer, Synthesizer
+from neurips26.methods.sad.relations import relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.training import (
     encode_records,
