@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -30,6 +31,8 @@ from pathlib import Path
 from neurips26.methods.screensearch.backends import BackendCrashed, BackendUnavailable
 from neurips26.methods.screensearch.backends.profiles import PROFILES, AppProfile
 from neurips26.methods.screensearch.screen import Action, Screen
+
+log = logging.getLogger(__name__)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
@@ -104,7 +107,16 @@ class AtspiApp:
         self._screen: Screen | None = None
         self.display = _free_display()
         self.env = self._start_session()
-        self._start_app()
+        try:
+            self._start_app()
+        except BackendCrashed as error:  # seen once in ~10 starts of abiword under load: start again, once
+            log.warning("%s crashed at start (%s); starting it again", self.command, error)
+            self._stop("app")
+            try:
+                self._start_app()
+            except Exception:
+                self.close()  # no display, bus or collector left behind
+                raise
 
     # ------------------------------------------------------------------ processes
     def _spawn(self, key: str, argv: list[str], env: dict[str, str], **kw) -> subprocess.Popen:
@@ -168,7 +180,9 @@ class AtspiApp:
             "XDG_DATA_HOME": f"{home}/.local/share",
             "XDG_CACHE_HOME": f"{home}/.cache",
         }
-        self._spawn("app", self.profile.argv(home), env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._log = Path(home, ".screensearch-app.log")  # the app's stderr, quoted when it dies
+        with self._log.open("w") as log:
+            self._spawn("app", self.profile.argv(home), env, stdout=subprocess.DEVNULL, stderr=log)
         if "collector" not in self._procs or self._procs["collector"].poll() is not None:
             self._spawn(
                 "collector",
@@ -185,13 +199,22 @@ class AtspiApp:
             if reply.get("ok") and reply["tree"].get("children"):
                 return
             if self._procs["app"].poll() is not None:
-                raise BackendCrashed(f"{self.command} exited with {self._procs['app'].returncode} at start")
+                raise BackendCrashed(
+                    f"{self.command} exited with {self._procs['app'].returncode} at start: {self._stderr()}"
+                )
             if time.monotonic() > deadline:
                 raise BackendUnavailable(
                     f"{self.bus_name!r} did not appear on the AT-SPI bus within {self.start_timeout_s} s "
                     f"({reply.get('error')})"
                 )
             time.sleep(0.2)
+
+    def _stderr(self, lines: int = 3) -> str:
+        """The last lines of the app's stderr (for crash messages)."""
+        try:
+            return " | ".join(self._log.read_text(errors="replace").strip().splitlines()[-lines:])
+        except OSError:
+            return ""
 
     def _ask(self, command: dict) -> dict:
         proc = self._procs["collector"]
@@ -223,7 +246,9 @@ class AtspiApp:
 
     def _read(self) -> dict:
         if self._procs["app"].poll() is not None:
-            raise BackendCrashed(f"{self.command} exited with {self._procs['app'].returncode}")
+            raise BackendCrashed(
+                f"{self.command} exited with {self._procs['app'].returncode}: {self._stderr()}"
+            )
         reply = self._ask({"cmd": "tree", "app": self.bus_name})
         if not reply.get("ok"):
             raise BackendCrashed(f"cannot read {self.bus_name!r}: {reply.get('error')}")
