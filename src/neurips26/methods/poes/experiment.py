@@ -290,7 +290,7 @@ EXPERIMENT = Experiment(
     profiles={
         "smoke": Profile(
             "smoke",
-            budget_s=20,
+            budget_s=45,
             seeds=2,
             overrides={
                 "n_tasks": 1,
@@ -306,8 +306,10 @@ EXPERIMENT = Experiment(
             },
             grid={"tier": [1, 2], "k": [10]},
         ),
-        "default": Profile("default", budget_s=60, seeds=5, grid=GRID),
-        "full": Profile("full", budget_s=1800, seeds=10, overrides={"n_tasks": 35}, grid=GRID),
+        "default": Profile("default", budget_s=240, seeds=5, grid=GRID),
+        "full": Profile(
+            "full", budget_s=3600, seeds=10, overrides={"n_tasks": 35, "tier2.n_tasks": 10}, grid=GRID
+        ),
     },
     run=run,
     ours="poes",
