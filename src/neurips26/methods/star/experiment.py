@@ -30,6 +30,7 @@ from neurips26.methods.star.baselines import BackboneDetector, PerStateDetector,
 from neurips26.methods.star.config import STARConfig
 from neurips26.methods.star.integration import STARDetector, n_trainable
 from neurips26.methods.star.metrics import point_adjusted_f1, range_pr_auc, range_pr_vus
+from neurips26.zoo.tiny_patchtst import load_tiny_patchtst
 from neurips26.zoo.tsfm import load_tiny_tsfm
 
 
@@ -39,6 +40,9 @@ class STARExperimentConfig:
 
     method: STARConfig = nested(STARConfig, "STAR's defaults (config.py)")
     benchmark: str = param("mini_swat", "ours: A (mini-SWaT); B and C are grid values (BENCHMARKS)")
+    backbone: str = param(
+        "tiny-tsfm", "ours: the committed tiny-tsfm; 'tiny-patchtst' is the second backbone"
+    )
     n_train: int = param(8000, "ours: ~28 simulated days of normal operation; fits the 3-minute default")
     n_test: int = param(6000, "ours: room for 3 x 6 anomalies with 40-step gaps")
     anomalies_per_family: int = param(6, "ours: 6 labelled segments per family per seed")
@@ -54,6 +58,8 @@ class STARExperimentConfig:
     def __post_init__(self) -> None:
         if self.benchmark not in BENCHMARKS:
             raise ValueError(f"benchmark must be one of {BENCHMARKS}, got {self.benchmark!r}")
+        if self.backbone not in BACKBONES:
+            raise ValueError(f"backbone must be one of {tuple(BACKBONES)}, got {self.backbone!r}")
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,17 @@ SYSTEMS = {
 BACKBONE_VARIANTS = ("numeric_only", "static_lora", "states_as_numbers", "one_hot", "one_per_state")
 NEEDS_STATES = ("states_as_numbers", "one_hot", "one_per_state", "star_shuffled_states")
 BENCHMARKS = ("mini_swat", *SEMI_REAL, *NO_STATES)
+BACKBONES = {"tiny-tsfm": load_tiny_tsfm, "tiny-patchtst": load_tiny_patchtst}
+# tiny-tsfm's linear names -> PatchTST's (attention projections; ff.0 / ff.3 are the MLP's two linears)
+PATCHTST_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj", "fc1": "0", "fc2": "3"}
+
+
+def _for_backbone(star: STARConfig, backbone: str) -> STARConfig:
+    """STAR's config with ``target_modules`` renamed for the chosen backbone."""
+    if backbone != "tiny-patchtst":
+        return star
+    names = tuple(PATCHTST_NAMES.get(name, name) for name in star.target_modules)
+    return dataclasses.replace(star, target_modules=names)
 
 
 def build_detector(system: System, config: STARExperimentConfig, schema: dict, seed: int) -> Any:
@@ -115,29 +132,29 @@ def build_detector(system: System, config: STARExperimentConfig, schema: dict, s
         lr=config.lr,
         random_state=seed,
     )
-    backbone = load_tiny_tsfm()
+    backbone = BACKBONES[config.backbone]()
+    assert system.star is not None
+    star = _for_backbone(system.star, config.backbone)
     if system.kind == "per_state":
-        assert system.star is not None
         return PerStateDetector(
             schema,
             backbone,
             max_models=config.max_state_models,
-            rank=system.star.rank,
-            alpha=system.star.alpha,
-            target_modules=system.star.target_modules,
+            rank=star.rank,
+            alpha=star.alpha,
+            target_modules=star.target_modules,
             **common,
         )
     if system.kind == "star":
-        return STARDetector(schema, backbone, config=system.star, **common)
-    assert system.star is not None
+        return STARDetector(schema, backbone, config=star, **common)
     return BackboneDetector(
         schema,
         backbone,
         state_handling=system.state_handling,
         adapter=system.adapter,
-        rank=system.star.rank,
-        alpha=system.star.alpha,
-        target_modules=system.star.target_modules,
+        rank=star.rank,
+        alpha=star.alpha,
+        target_modules=star.target_modules,
         **common,
     )
 
