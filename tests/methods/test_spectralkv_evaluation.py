@@ -1,4 +1,5 @@
-"""SpectralKV's evaluation: the cached decode equals the uncached model, fidelity of the full cache is 0."""
+"""SpectralKV's evaluation: cached decode = uncached model, full-cache fidelity 0, replay = a real prefill,
+kept-set overlap, and the held-out probes with questions after a distractor."""
 
 from __future__ import annotations
 
@@ -73,3 +74,179 @@ def test_text_batches_are_windows_and_repeats():
         repeated_text_batch(stream, rng, 2, 40, 3, 5)
     with pytest.raises(ValueError, match="fewer than"):
         text_batch(np.arange(10), rng, 1, 50)
+
+
+# --- padded, weighted decoding --------------------------------------------------------------------------
+def test_weighted_decode_ignores_padding_and_predicts_the_argmax(model):
+    ids = torch.randint(0, 256, (2, 70), generator=torch.Generator().manual_seed(3))
+    prefill = compressed_prefill(model, ids[:, :60], None)
+    out = decode_continuation(model, prefill, ids[:, 60:])
+    with torch.no_grad():
+        logits = model(ids).logits[:, 59:69]
+    assert torch.equal(out.predictions, logits.argmax(-1))
+    # row 1 padded after 4 tokens with junk: its weighted NLL is that of its first 4 tokens only
+    padded = ids[:, 60:].clone()
+    padded[1, 4:] = 7
+    weights = torch.ones(2, 10)
+    weights[1, 4:] = 0
+    weighted = decode_continuation(
+        model, compressed_prefill(model, ids[:, :60], None), padded, weights=weights
+    )
+    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 60:], reduction="none")
+    assert weighted.row_nll[1] == pytest.approx(float(nll[1, :4].mean()), rel=1e-4)
+    assert weighted.row_nll[0] == pytest.approx(float(nll[0].mean()), rel=1e-4)
+    with pytest.raises(ValueError, match="weights"):
+        decode_continuation(model, prefill, ids[:, 60:], weights=torch.ones(2, 3))
+
+
+# --- replay: one forward pass, any press ----------------------------------------------------------------
+def _presses():
+    from kvpress import (
+        AdaKVPress,
+        ObservedAttentionPress,
+        SnapKVPress,
+        StreamingLLMPress,
+        TOVAPress,
+    )
+
+    from neurips26.methods.spectralkv import SpectralKVPress
+
+    return {
+        "snapkv": (lambda: SnapKVPress(compression_ratio=0.75, window_size=16), "sdpa"),
+        "adakv": (lambda: AdaKVPress(SnapKVPress(compression_ratio=0.75, window_size=16)), "sdpa"),
+        "tova": (lambda: TOVAPress(compression_ratio=0.75), "sdpa"),
+        "streamingllm": (lambda: StreamingLLMPress(compression_ratio=0.75, n_sink=4), "sdpa"),
+        "h2o": (lambda: ObservedAttentionPress(compression_ratio=0.75), "eager"),
+        "spectralkv": (lambda: SpectralKVPress(compression_ratio=0.75, window_size=16), "sdpa"),
+        "spectralkv-uniform": (
+            lambda: SpectralKVPress(compression_ratio=0.75, window_size=16, budget_mode="uniform"),
+            "sdpa",
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_presses()))
+def test_replaying_a_press_on_a_captured_prefill_equals_prefilling_under_it(model, name):
+    from neurips26.methods.spectralkv.replay import capture_prefill, replay_press
+
+    factory, attention = _presses()[name]
+    ids = torch.randint(0, 256, (2, 160), generator=torch.Generator().manual_seed(4))
+    model.set_attn_implementation(attention)
+    try:
+        direct = compressed_prefill(model, ids, factory(), keep_full=True)
+    finally:
+        model.set_attn_implementation("sdpa")
+    capture = capture_prefill(model, ids)
+    replayed = replay_press(model, capture, factory(), attentions=attention == "eager")
+    assert replayed.peak_cache_bytes == direct.peak_cache_bytes
+    torch.testing.assert_close(replayed.last_logits, direct.last_logits, rtol=1e-4, atol=1e-4)
+    for mine, theirs in zip(replayed.cache.layers, direct.cache.layers, strict=True):
+        torch.testing.assert_close(mine.keys, theirs.keys, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(mine.values, theirs.values, rtol=1e-4, atol=1e-4)
+    for mine, theirs in zip(replayed.masked, direct.masked, strict=True):
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            assert all(torch.equal(a, b) for a, b in zip(mine, theirs, strict=True))
+    # the decode from either cache is the same
+    follow = ids[:, 150:]
+    a = decode_continuation(model, replayed, follow, fidelity=True)
+    b = decode_continuation(model, direct, follow, fidelity=True)
+    assert a.nll == pytest.approx(b.nll, rel=1e-4) and a.fidelity_error == pytest.approx(
+        b.fidelity_error, rel=1e-3
+    )
+
+
+def test_replay_without_the_press_call_is_the_full_cache_not_a_compressed_one(model):
+    from kvpress import SnapKVPress
+
+    from neurips26.methods.spectralkv.replay import capture_prefill, replay_press
+
+    ids = torch.randint(0, 256, (1, 120), generator=torch.Generator().manual_seed(5))
+    capture = capture_prefill(model, ids)
+    full = replay_press(model, capture, None)
+    pressed = replay_press(model, capture, SnapKVPress(compression_ratio=0.5, window_size=16))
+    assert full.cache.layers[0].keys.shape[2] == 120 and pressed.cache.layers[0].keys.shape[2] == 60
+
+
+def test_kept_positions_and_jaccard(model):
+    from kvpress import SnapKVPress, StreamingLLMPress
+
+    from neurips26.methods.spectralkv.replay import (
+        capture_prefill,
+        kept_jaccard,
+        kept_positions,
+        replay_press,
+    )
+
+    ids = torch.randint(0, 256, (2, 100), generator=torch.Generator().manual_seed(6))
+    capture = capture_prefill(model, ids)
+    stream = replay_press(model, capture, StreamingLLMPress(compression_ratio=0.5, n_sink=4))
+    kept = kept_positions(capture.keys[0], stream.cache.layers[0].keys)
+    expected = torch.zeros(100, dtype=torch.bool)
+    expected[:4] = True
+    expected[-46:] = True
+    assert bool((kept == expected).all())
+    snap = replay_press(model, capture, SnapKVPress(compression_ratio=0.5, window_size=16))
+    snap_kept = kept_positions(capture.keys[0], snap.cache.layers[0].keys)
+    assert kept_jaccard(snap_kept, snap_kept) == 1.0
+    assert 0 < kept_jaccard(kept, snap_kept) < 1
+    with pytest.raises(ValueError, match="matches no full key"):
+        kept_positions(capture.keys[0], capture.keys[0][..., :50, :] + 1.0)
+
+
+# --- probes with the question after a distractor, on the context-using zoo model ------------------------
+@pytest.fixture(scope="module")
+def ctx_model():
+    from neurips26 import zoo
+    from neurips26.zoo.evaluation import heldout_tokens
+
+    model, tokenizer = zoo.load("tiny-llama-ctx")
+    model.set_attn_implementation("sdpa")
+    return model, tokenizer, heldout_tokens(tokenizer)
+
+
+def _accuracy(model, batch, press):
+    from neurips26.methods.spectralkv.probing import score_answers
+    from neurips26.methods.spectralkv.replay import capture_prefill, replay_press
+
+    prefill = replay_press(model, capture_prefill(model, batch.prefix), press)
+    decoded = decode_continuation(model, prefill, batch.suffix, weights=batch.real)
+    return float(np.mean(score_answers(batch, decoded.predictions)))
+
+
+def test_probe_batches_put_the_question_after_the_distractor(ctx_model):
+    from neurips26.methods.spectralkv.probing import probe_batch
+    from neurips26.zoo.ctx import is_heldout
+
+    _, tokenizer, data = ctx_model
+    batch = probe_batch(tokenizer, data, "kv", 256, 3, seed=0, distractor=48)
+    assert batch.prefix.shape == (3, 256 + 48) and batch.n_answers == 12
+    for row in range(3):
+        suffix = tokenizer.decode(batch.suffix[row][batch.real[row] > 0])
+        assert suffix.startswith("assert") and suffix.count("assert") == 4
+        window = tokenizer.decode(batch.prefix[row, -48:])
+        questions = [line.split("==")[0].strip() for line in suffix.splitlines() if "==" in line]
+        assert len(questions) == 4 and not any(q in window for q in questions)  # the window sees no question
+        for start, end in batch.answers[row]:
+            value = tokenizer.decode(batch.suffix[row, start:end]).strip()
+            assert value.isdigit() and len(value) == 4 and is_heldout(value)
+    window = probe_batch(tokenizer, data, "passkey", 256, 3, seed=0, placement="window")
+    assert [len(spans) for spans in window.answers] == [1, 1, 1]
+    tail = tokenizer.decode(window.prefix[0, -20:])
+    assert "pass key is" in tail  # the question ends the prefix: it is inside the window
+    with pytest.raises(ValueError, match="placement"):
+        probe_batch(tokenizer, data, "kv", 256, 1, seed=0, placement="elsewhere")
+    with pytest.raises(ValueError, match="kind"):
+        probe_batch(tokenizer, data, "mqar", 256, 1, seed=0)
+
+
+def test_full_cache_retrieves_after_the_distractor_and_recency_alone_does_not(ctx_model):
+    from kvpress import StreamingLLMPress
+
+    from neurips26.methods.spectralkv.probing import probe_batch
+
+    model, tokenizer, data = ctx_model
+    batch = probe_batch(tokenizer, data, "passkey", 512, 8, seed=1)
+    assert _accuracy(model, batch, None) >= 0.75
+    # sinks + the last 25% of the prefix hold the distractor, never the pass key (spliced anywhere before)
+    assert _accuracy(model, batch, StreamingLLMPress(compression_ratio=0.875, n_sink=4)) <= 0.25

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_int
 
-MODELS = ("tiny-llama", "tiny-qwen3")
-PROBE_KINDS = ("kv", "passkey", "mqar")
+MODELS = ("tiny-llama-ctx", "tiny-qwen3-ctx", "tiny-llama", "tiny-qwen3")
+PROBE_KINDS = ("kv", "passkey")
+PLACEMENTS = ("distractor", "window")
 BUDGET_MODES = ("entropy", "static", "uniform")
 SELECTORS = ("coreset", "topk")
 RANK_STRATEGIES = ("hybrid", "restart", "segments")
@@ -94,25 +95,45 @@ class SpectralKVConfig:
     ``method.kernel_size``, ``method.n_sink``) from ``method``, so each is written once.
     """
 
-    model: str = param("tiny-llama", "issue: the zoo's tiny-llama (GQA Llama); tiny-qwen3 as a second model")
+    model: str = param(
+        "tiny-llama-ctx",
+        "issue #20: the zoo's context-using tiny-llama-ctx (meets every bar); tiny-qwen3-ctx as a second "
+        "model (misses the key->value bar: 0.87 / 0.81 at 1k / 2k)",
+    )
     keep_ratio: float = param(0.125, "issue: keep ratios 50/25/12.5/6.25% (the grid); 12.5% alone")
-    context_tokens: int = param(2048, "issue: 1k/2k contexts; 2k for text, the PG-19 analogue")
-    continuation_tokens: int = param(
-        64, "ours: 64 scored tokens after the compressed prefix (4 x 64 per cell)"
+    context_tokens: int = param(
+        1024, "issue: 1k/2k contexts; 1k-token prefixes (the zoo's 1k bar), their next 100 tokens scored"
     )
-    text_batch: int = param(4, "ours: held-out windows per cell (one batched prefill)")
-    redundancy_copies: int = param(
-        4, "research notes: 2-4x repeated paragraphs; 4 copies of a 512-token passage"
+    continuation_tokens: int = param(100, "issue #20: perplexity of the last 100 tokens of each window")
+    text_batch: int = param(
+        40, "issue #20: >= 20 windows per cell; 40, so the redundancy set (the top half) has 20"
     )
-    probe_kinds: list[str] = param(["kv", "passkey", "mqar"], "issue: key->value, passkey and MQAR")
-    probe_contexts: list[int] = param([2048], "issue: 1k/2k; the default profile scores 2k only")
-    probe_samples: int = param(4, "ours: probes per kind and context per cell (decoded from the cache)")
+    probe_kinds: list[str] = param(["kv", "passkey"], "issue #20: key->value and passkey, held-out split")
+    probe_context: int = param(1024, "zoo card: the retrieval bars are met at 1k (and 2k)")
+    kv_probes: int = param(
+        25, "issue #20: >= 100 probes per cell: 25 key->value probes x 4 questions = 100 answers"
+    )
+    passkey_probes: int = param(
+        50, "ours: 50 passkey probes (one question each), so the pooled retrieval_acc has 150 answers"
+    )
+    probe_placements: list[str] = param(
+        ["distractor"],
+        "issue #20: questions placed after a distractor span, so they differ from the observation window; "
+        "'window' (the question inside the window) in the full profile",
+    )
+    distractor_tokens: int = param(
+        64, "ours: at least 2 x the 32-token observation window of held-out code before the questions"
+    )
+    fidelity_stride: int = param(
+        10, "ours: text fidelity measured on every 10th of the 100 decode steps (the costliest metric)"
+    )
+    chunk: int = param(50, "ours: rows per captured prefill and decode batch (~0.8 GB per 50 x 1k tokens)")
     method: SpectralKVPressConfig = nested(
         SpectralKVPressConfig, "paper + ours: the press's own defaults (SpectralKVPressConfig)"
     )
     calibration_prompts: int = param(4, "ours: static profile from 4 train-split windows")
     calibration_tokens: int = param(
-        1024, "ours: 1k-token calibration windows (shorter than the test contexts)"
+        1024, "ours: 1k-token calibration windows (train split, never the test data)"
     )
 
     def __post_init__(self) -> None:
@@ -123,23 +144,25 @@ class SpectralKVConfig:
             "context_tokens",
             "continuation_tokens",
             "text_batch",
-            "redundancy_copies",
+            "chunk",
+            "fidelity_stride",
+            "distractor_tokens",
+            "calibration_prompts",
+            "calibration_tokens",
         ):
             check_int(name, getattr(self, name))
-        for name in ("calibration_prompts", "calibration_tokens"):
-            check_int(name, getattr(self, name))
-        check_int("probe_samples", self.probe_samples, 0)
+        check_int("kv_probes", self.kv_probes, 0)
+        check_int("passkey_probes", self.passkey_probes, 0)
         for kind in self.probe_kinds:
             check_choice("probe_kinds", kind, PROBE_KINDS)
-        if any(not isinstance(c, int) or c < 128 for c in self.probe_contexts):
-            raise ValueError(f"probe_contexts must be integers >= 128, got {self.probe_contexts!r}")
-        if self.context_tokens % self.redundancy_copies:
+        for placement in self.probe_placements:
+            check_choice("probe_placements", placement, PLACEMENTS)
+        if not isinstance(self.probe_context, int) or self.probe_context < 128:
+            raise ValueError(f"probe_context must be an integer >= 128, got {self.probe_context!r}")
+        if self.text_batch < 2:
             raise ValueError(
-                f"redundancy_copies must divide context_tokens, got {self.redundancy_copies} "
-                f"and {self.context_tokens}"
+                f"text_batch must be >= 2 (the redundancy set is its top half), got {self.text_batch}"
             )
-        if self.continuation_tokens > self.context_tokens // self.redundancy_copies:
-            raise ValueError("continuation_tokens must not exceed the repeated passage (context / copies)")
         if self.context_tokens <= self.method.n_sink + self.method.window_size:
             raise ValueError("context_tokens must exceed method.n_sink + method.window_size")
 
