@@ -345,7 +345,7 @@ EXPERIMENT = Experiment(
         ),
         "default": Profile(
             "default",
-            budget_s=420,
+            budget_s=365,
             seeds=5,
             grid={"benchmark": ("mini_swat", "kdd135")},  # B and the rest of C: full (~6 min each)
             systems=CORE_SYSTEMS,
