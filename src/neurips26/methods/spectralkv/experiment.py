@@ -247,7 +247,7 @@ CLAIMS = (
         margin_scale="absolute",
         margin_source=(
             "ours: the paper's 'negligible loss' read as at most 2 accuracy points of the dynamic variant "
-            "(2 of the 100 key->value + 100 passkey answers per cell)"
+            "(3 of the 150 pooled answers per cell of the verdict profile)"
         ),
         controls=("random", "streamingllm"),
     ),
@@ -288,6 +288,7 @@ PROFILES = {
         "verdict",
         budget_s=1800,
         seeds=5,
+        overrides={"probe_placements": ["distractor", "window"]},
         grid={"keep_ratio": [0.125]},
         systems=(
             "spectralkv",
