@@ -13,7 +13,7 @@ from neurips26.methods.sad.checkpoints import WEIGHTS_DIR, load_bundle, model_fr
 from neurips26.methods.sad.executor import CANDIDATES
 from neurips26.methods.sad.experiment import EXPERIMENT, SYSTEMS, SADExperimentConfig, run
 from neurips26.methods.sad.sampler import sample_tasks, step_records
-from neurips26.methods.sad.search import enumerative_search, synthesize
+from neurips26.methods.sad.search import _gt_if_in_beam, enumerative_search, synthesize
 from neurips26.methods.sad.training import encode_records, subgoal_reward
 
 torch.set_num_threads(1)
@@ -91,8 +91,37 @@ def test_run_returns_finite_metrics_for_every_system():
         metrics = run(system, config, EXPERIMENT.profiles["smoke"], 0, None)
         assert {"task_acc_id", "task_acc_len"} <= set(metrics), name
         assert all(np.isfinite(v) for v in metrics.values()), (name, metrics)
-        if SYSTEMS[name].decomposer:
-            assert {"gt_mismatch_len", "synth_acc_len", "beyond_oracle_len"} <= set(metrics)
+        if SYSTEMS[name].mode == "decompose":
+            assert {"gt_mismatch_len", "gt_in_beam_len", "synth_acc_len", "beyond_oracle_len"} <= set(metrics)
+            assert metrics["gt_in_beam_id"] >= 1 - metrics["gt_mismatch_id"] - 1e-9  # beam holds the greedy
+
+
+@needs_bundle
+def test_kbest_uses_the_gt_subgoal_only_when_the_beam_holds_it(bundle):
+    tasks = sample_tasks(np.random.default_rng(4), 6, (2, 3))
+    synth = model_from(bundle, "synthesizer")
+
+    class JunkDecomposer:  # a beam that never holds the GT subgoal: k-best decoding is plain decoding
+        def beam_search(self, context, beam_size):
+            junk = torch.full((context.shape[0], beam_size, 24), tok.PAD, dtype=torch.long)
+            junk[:, :, 0] = tok.INT0
+            junk[:, :, 1] = tok.EOS
+            return junk, torch.zeros(context.shape[0], beam_size)
+
+    plain = synthesize(tasks, synth, JunkDecomposer(), "decompose", 2, 2, 3)
+    kbest = synthesize(tasks, synth, JunkDecomposer(), "kbest", 2, 2, 3)
+    assert np.array_equal(plain.solved, kbest.solved)
+    assert np.array_equal(plain.executions, kbest.executions)
+    # a beam holding the GT subgoal in its second slot: that row is replaced by the GT, best score
+    gt = tok.subgoal_tokens(tuple(row[len(tasks[0].program.inputs)] for row in tasks[0].trace()))
+    beams = torch.full((2, 2, 24), tok.PAD, dtype=torch.long)
+    beams[:, :, 0], beams[:, :, 1] = tok.INT0, tok.EOS
+    beams[0, 1, : len(gt)] = torch.as_tensor(gt)
+    scores = torch.tensor([[-1.0, -3.0], [-2.0, -4.0]])
+    out, out_scores = _gt_if_in_beam(beams, scores, [tasks[0], tasks[1]], step=0)
+    assert torch.equal(out[0, 0], beams[0, 1]) and torch.equal(out[0, 1], beams[0, 1])
+    assert out_scores[0].tolist() == [-1.0, -1.0]
+    assert torch.equal(out[1], beams[1]) and out_scores[1].tolist() == [-2.0, -4.0]
 
 
 def test_experiment_config_rejects_bad_values():

@@ -33,9 +33,10 @@ WEIGHTS_DIR = Path(__file__).parent / "weights"
 class BundleSpec:
     """What a checkpoint bundle is trained on and for how long."""
 
-    num_train_tasks: int = 4000
+    num_train_tasks: int = 8000
     train_lengths: tuple[int, ...] = (1, 2, 3, 4)
     d_model: int = 64
+    relations: bool = True  # the synthesizer's relation features (models.relation_features)
     synth_steps: int = 1500
     nodec_steps: int = 1000
     decomposer_steps: int = 1000
@@ -83,7 +84,7 @@ def build_bundle(spec: BundleSpec, log=print) -> dict:
     data = encode_records(step_records(tasks))
     log(f"data: {len(tasks)} tasks, {len(data)} step records ({time.perf_counter() - start:.0f} s)")
     torch.manual_seed(spec.data_seed)
-    synth = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model)
+    synth = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
     h = train_synthesizer(synth, data, "subgoal", spec.synth_steps, spec.batch_size, seed=0)
     log(f"synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
     held = encode_records(
@@ -96,7 +97,7 @@ def build_bundle(spec: BundleSpec, log=print) -> dict:
         f"synthesizer given GT subgoals on held-out steps: top-1 {hit[:, 0].float().mean():.3f}, "
         f"top-3 {hit.any(1).float().mean():.3f}"
     )
-    nodec = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model)
+    nodec = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
     h = train_synthesizer(nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1)
     log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
     base = Decomposer(d_model=spec.d_model, ff=2 * spec.d_model)
@@ -153,7 +154,8 @@ def model_from(bundle: dict, key: str) -> torch.nn.Module:
     ``finetuned/<name>/<seed>``."""
     d = bundle["spec"]["d_model"]
     if key in ("synthesizer", "no_decomposition"):
-        model: torch.nn.Module = Synthesizer(d_model=d, ff=2 * d)
+        relations = bundle["spec"].get("relations", False)  # bundles before the relation features
+        model: torch.nn.Module = Synthesizer(d_model=d, ff=2 * d, relations=relations)
         state = bundle[key]
     else:
         model = Decomposer(d_model=d, ff=2 * d)

@@ -2,7 +2,9 @@
 
 Each live hypothesis is a program state (all variables on every example). One round: the decomposer
 proposes its ``subgoal_beam`` best next subgoals for every hypothesis (or the GT subgoal for the oracle,
-or none for the no-decomposition synthesizer, which reads the task output instead); the synthesizer
+or none for the no-decomposition synthesizer, which reads the task output instead; ``kbest`` decoding
+takes the GT subgoal whenever it is among the decomposer's ``subgoal_beam`` best, with the beam's best
+score, and the decomposer's own beam otherwise: perfect ranking within the beam's coverage); the synthesizer
 scores every candidate statement for each (state, subgoal) and keeps its ``statement_beam`` best; all
 kept statements execute in one vectorised batch. A task is solved as soon as a new variable equals the
 task's outputs on every example. Hypotheses are ranked by summed log-probabilities and the best
@@ -32,7 +34,7 @@ from neurips26.methods.sad.executor import (
 from neurips26.methods.sad.models import Decomposer, SynthContext, Synthesizer
 from neurips26.methods.sad.sampler import Task
 
-MODES = ("decompose", "no_decomposition", "oracle")
+MODES = ("decompose", "kbest", "no_decomposition", "oracle")
 
 
 @dataclass
@@ -71,6 +73,24 @@ def _gt_subgoal_tokens(task: Task, step: int) -> list[int] | None:
     return tok.subgoal_tokens(tuple(row[n_in + step] for row in task.trace()))
 
 
+def _gt_if_in_beam(
+    subgoals: torch.Tensor, sub_lp: torch.Tensor, tasks: list[Task], step: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """k-best decoding: rows whose beam ``[H, K, L]`` holds the GT subgoal of ``step`` use only it (every
+    beam slot, with the beam's best log-probability); other rows keep the decomposer's beam."""
+    subgoals, sub_lp = subgoals.clone(), sub_lp.clone()
+    for h, task in enumerate(tasks):
+        gt = _gt_subgoal_tokens(task, step)
+        if gt is None or len(gt) > subgoals.shape[2]:
+            continue
+        row = torch.full((subgoals.shape[2],), tok.PAD, dtype=torch.long)
+        row[: len(gt)] = torch.as_tensor(gt)
+        if bool((subgoals[h] == row).all(1).any()):
+            subgoals[h] = row
+            sub_lp[h] = sub_lp[h].max()
+    return subgoals, sub_lp
+
+
 def synthesize(
     tasks: list[Task],
     synthesizer: Synthesizer,
@@ -84,8 +104,8 @@ def synthesize(
     """Run the end-to-end search on ``tasks`` (see the module doc); all tasks share one batch."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if mode == "decompose" and decomposer is None:
-        raise ValueError("mode='decompose' needs a decomposer")
+    if mode in ("decompose", "kbest") and decomposer is None:
+        raise ValueError(f"mode={mode!r} needs a decomposer")
     for name, value in (
         ("state_beam", state_beam),
         ("subgoal_beam", subgoal_beam),
@@ -115,9 +135,11 @@ def synthesize(
         rounds[np.unique(owner)] = step + 1
         context = state_contexts(states, width)
         with torch.no_grad():
-            if mode == "decompose":
+            if mode in ("decompose", "kbest"):
                 dec_in = torch.cat([context.state, out_block[owner]], 2)
                 subgoals, sub_lp = decomposer.beam_search(dec_in, subgoal_beam)  # [H, K, L]
+                if mode == "kbest":
+                    subgoals, sub_lp = _gt_if_in_beam(subgoals, sub_lp, [tasks[o] for o in owner], step)
                 k = subgoals.shape[1]
                 target = tok.chunk_subgoal_tokens(
                     subgoals.reshape(-1, subgoals.shape[2]), states.num_examples
