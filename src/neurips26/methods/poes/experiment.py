@@ -306,7 +306,7 @@ EXPERIMENT = Experiment(
             },
             grid={"tier": [1, 2], "k": [10]},
         ),
-        "default": Profile("default", budget_s=240, seeds=5, grid=GRID),
+        "default": Profile("default", budget_s=260, seeds=5, grid=GRID),
         "full": Profile(
             "full", budget_s=3600, seeds=10, overrides={"n_tasks": 35, "tier2.n_tasks": 10}, grid=GRID
         ),
