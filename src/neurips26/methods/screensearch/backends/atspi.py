@@ -129,13 +129,17 @@ class AtspiApp:
         env["DISPLAY"] = f":{self.display}"
         self._spawn(
             "xvfb",
-            ["Xvfb", f":{self.display}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+            ["Xvfb", f":{self.display}", "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset"],
             env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
-        while not Path(f"/tmp/.X11-unix/X{self.display}").exists():
+        # the socket appears before Xvfb accepts clients (abiword then exits with "No DISPLAY")
+        while (
+            not Path(f"/tmp/.X11-unix/X{self.display}").exists()
+            or subprocess.run(["xdotool", "getdisplaygeometry"], env=env, capture_output=True).returncode
+        ):
             if time.monotonic() > deadline:
                 raise BackendUnavailable(f"Xvfb did not start on :{self.display}")
             time.sleep(0.05)
