@@ -353,3 +353,27 @@ def test_act_order_processes_the_heaviest_inputs_first() -> None:
         return float((inputs @ (weight - dequantized).T).pow(2).mean())
 
     assert output_error(True) < output_error(False)
+
+
+def test_every_gptq_rounded_row_of_the_experiment_uses_activation_ordering(monkeypatch, llama, tokens) -> None:
+    """Issue #20: uniform GPTQ, SliM-LLM and ScaleBITS+GPTQ share one rounding with act_order switched on."""
+    import neurips26.methods.scalebits.slim as slim_module
+    from neurips26.methods.scalebits.experiment import EXPERIMENT, gptq_rounding
+    from neurips26.methods.scalebits.slim import SliMLLMConfig
+
+    config = EXPERIMENT.config_for(EXPERIMENT.profile("default"), {}, {})
+    rounding = gptq_rounding(config, 4)
+    assert rounding.act_order and rounding.static_groups
+    off = EXPERIMENT.config_for(EXPERIMENT.profile("default"), {}, {"gptq_act_order": False})
+    assert not gptq_rounding(off, 4).act_order
+    seen = []
+    real = slim_module.quantize_gptq_allocation
+    monkeypatch.setattr(
+        slim_module,
+        "quantize_gptq_allocation",
+        lambda *args: seen.append(args[-1].act_order) or real(*args),
+    )
+    model = copy.deepcopy(llama)
+    slim = SliMLLMConfig(avg_bits=3.5, tile=(8, 16), group_size=16, act_order=True, micro_batch=2)
+    quantize_(model, slim, calibration=tokens[:2])
+    assert seen == [True]

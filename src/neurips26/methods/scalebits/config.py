@@ -11,7 +11,8 @@ from neurips26.core.validation import check_choice
 
 SENSITIVITIES = ("dynamic", "static")
 REORDERINGS = ("folded", "none", "gather")  # gather: folds plus runtime gather indices elsewhere
-MODELS = ("tiny-llama", "tiny-qwen3")  # the zoo models with Llama-style blocks the folds understand
+# the zoo models with Llama-style blocks the folds understand; the -ctx ones use their context (issue #20)
+MODELS = ("tiny-llama-ctx", "tiny-qwen3-ctx", "tiny-llama", "tiny-qwen3")
 SCALE_HEADROOM = 16.0  # float16 scale with group size 1 is the most metadata a weight can carry
 
 
@@ -116,9 +117,20 @@ class ScaleBitsExperimentConfig:
     sequence_length: int = param(128, "ours: short sequences, the tiny model's training length")
     eval_tokens: int = param(16384, "ours: held-out tokens for perplexity")
     hutchinson_samples: int = param(16, "ours: HAWQ baseline's Hessian-trace probes (HAWQ-V2 uses ~200)")
-    model: str = param("tiny-llama", "issue: tiny-llama and tiny-qwen3 (QK-norm); --set model=tiny-qwen3")
-    retrieval_samples: int = param(8, "ours: MQAR probes per cell (the zoo models are at chance)")
+    model: str = param(
+        "tiny-llama-ctx",
+        "issue #20: tiny-llama-ctx, a Llama that uses its context (retrieval can rank allocations); "
+        "tiny-qwen3-ctx (QK-norm), or the first-generation tiny-llama / tiny-qwen3",
+    )
+    retrieval_queries: int = param(
+        16, "ours: held-out key->value and passkey answers per kind and cell (ctx models)"
+    )
     retrieval_length: int = param(256, "ours: probe length in tokens, kept short for 2 cores")
+    gptq_act_order: bool = param(
+        True,
+        "issue #20: the GPTQ-rounded rows (uniform GPTQ, SliM-LLM, ScaleBITS+GPTQ) use activation "
+        "ordering with static groups (llm-compressor's default); false: plain column order",
+    )
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, MODELS)
@@ -129,7 +141,9 @@ class ScaleBitsExperimentConfig:
             "sequence_length",
             "eval_tokens",
             "hutchinson_samples",
-            "retrieval_samples",
+            "retrieval_queries",
             "retrieval_length",
         ):
             _check_positive_int(name, getattr(self, name))
+        if not isinstance(self.gptq_act_order, bool):
+            raise TypeError(f"gptq_act_order must be a bool, got {self.gptq_act_order!r}")

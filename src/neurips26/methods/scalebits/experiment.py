@@ -1,7 +1,9 @@
 """The ScaleBITS experiment: held-out perplexity versus average bits on a tiny Llama (or Qwen3).
 
-Model: the zoo's ``config.model`` (``tiny-llama`` by default, ``tiny-qwen3`` with ``--set
-model=tiny-qwen3``); a checkpoint that does not load is an error naming the fix. Seeds draw different
+Model: the zoo's ``config.model`` (``tiny-llama-ctx`` by default, a Llama that uses its context, so held-out
+key->value and passkey retrieval can rank the allocations; ``tiny-qwen3-ctx`` or the first-generation
+``tiny-llama`` / ``tiny-qwen3`` with ``--set model=...``); a checkpoint that does not load is an error naming
+the fix. Seeds draw different
 calibration windows. The method's own config is ``config.method`` (``--set method.fraction=0.1``); each
 system is that config with its switches (``System.build``). One progressive run per (system,
 seed) yields every budget of the profile's grid; the runner's grid points read its snapshots.
@@ -178,14 +180,32 @@ def evaluate(
     return {"perplexity": math.exp(total / count), "agreement": agree / count}
 
 
-def retrieval(model: torch.nn.Module, task: LanguageTask, config: ScaleBitsExperimentConfig) -> float:
-    """Exact-match accuracy of the zoo's multi-query associative recall probe (``mqar``) at
-    ``retrieval_length`` tokens. The zoo models are at chance on it today (chance 1/90), so it is a wiring
-    check, not a discriminating metric."""
-    from neurips26.zoo.evaluation import retrieval_accuracy
+def retrieval(
+    model: torch.nn.Module, task: LanguageTask, config: ScaleBitsExperimentConfig, seed: int
+) -> dict[str, float]:
+    """Held-out key->value and passkey exact match at ``retrieval_length`` tokens (keys and values the
+    ctx models never saw in training; the first-generation models are at chance on them)."""
+    from neurips26.zoo.ctx_cards import heldout_retrieval
 
-    return retrieval_accuracy(
-        model, task.tokenizer, "mqar", config.retrieval_length, n_samples=config.retrieval_samples
+    return {
+        f"{kind}_accuracy": heldout_retrieval(
+            model, task.tokenizer, kind, config.retrieval_length, config.retrieval_queries, seed=2026 + seed
+        )["accuracy"]
+        for kind in ("kv", "passkey")
+    }
+
+
+def gptq_rounding(config: ScaleBitsExperimentConfig, bits: int) -> GPTQConfig:
+    """The GPTQ settings every GPTQ-rounded row shares (activation ordering per ``gptq_act_order``)."""
+    method = config.method
+    return GPTQConfig(
+        bits=bits,
+        tile=method.tile,
+        group_size=method.group_size,
+        pad=method.pad,
+        static_groups=config.gptq_act_order,
+        act_order=config.gptq_act_order,
+        micro_batch=method.micro_batch,
     )
 
 
@@ -298,7 +318,7 @@ def quantize_baseline(
     if recipe.kind == "rtn":
         report = quantize_(model, UniformRTNConfig(bits=_uniform_width(method, linears), **layout))
     elif recipe.kind == "gptq":
-        gptq = GPTQConfig(bits=_uniform_width(method, linears), micro_batch=method.micro_batch, **layout)
+        gptq = gptq_rounding(config, _uniform_width(method, linears))
         report = quantize_(model, gptq, calibration=calibration)
     elif recipe.kind == "hqq":
         report = quantize_(model, HQQConfig(bits=_uniform_width(method, linears, float_zeros=True), **layout))
@@ -307,6 +327,7 @@ def quantize_baseline(
             avg_bits=method.avg_bits,
             bits=method.bits,
             quantizer=recipe.quantizer,
+            act_order=config.gptq_act_order,
             micro_batch=method.micro_batch,
             **layout,
         )
@@ -350,7 +371,8 @@ def run(
                 task.train_ids, config.calibration_sequences, config.sequence_length, seed
             )
             gptq_start = time.perf_counter()
-            report = quantize_gptq_allocation(model, calibration, tile_bits, *layout)
+            rounding = gptq_rounding(config, max(method.bits))
+            report = quantize_gptq_allocation(model, calibration, tile_bits, *layout, rounding)
             seconds += time.perf_counter() - gptq_start
         else:
             report = packed_report(apply_allocation(model, tile_bits, *layout), [], allocation.trace)
@@ -362,7 +384,7 @@ def run(
     metrics = evaluate(model, predicted, task.heldout_ids, config)
     return {
         **metrics,
-        "retrieval": retrieval(model, task, config),
+        **retrieval(model, task, config, seed),
         "fp_perplexity": fp,
         "bits_per_weight": report.bytes_per_weight_bits,
         "ledger_bits_per_weight": report.bits_per_weight,
@@ -393,6 +415,7 @@ BASELINES = (  # the headline's baselines at RTN rounding (uniform HQQ: in the f
     "static_sensitivity",
 )
 NAIVE = ("random_allocation",)  # a random tile allocation at the same budget: must not satisfy a claim
+FULL_ONLY = ("full",)  # claims on the GPTQ-rounded and gather variants, which only `full` runs
 
 EXPERIMENT = Experiment(
     slug="scalebits",
@@ -402,6 +425,22 @@ EXPERIMENT = Experiment(
             "ScaleBITS lowers held-out perplexity versus uniform RTN / GPTQ, HAWQ layer-wise, "
             "SliM-LLM-style (RTN), SFMP-style and static-sensitivity allocation at every budget",
             "perplexity",
+            "scalebits",
+            BASELINES,
+            controls=NAIVE,
+        ),
+        Claim(
+            "ScaleBITS' quantized model agrees more often with the full-precision model's next token than "
+            "the same baselines' at every budget (issue #20: agreement beside perplexity)",
+            "agreement",
+            "scalebits",
+            BASELINES,
+            controls=NAIVE,
+        ),
+        Claim(
+            "ScaleBITS keeps more held-out key->value retrieval of a context-using model than the same "
+            "baselines at every budget (issue #20: retrieval beside perplexity)",
+            "kv_accuracy",
             "scalebits",
             BASELINES,
             controls=NAIVE,
@@ -420,6 +459,7 @@ EXPERIMENT = Experiment(
             "scalebits_gptq",
             ("slim_llm",),
             controls=NAIVE,
+            profiles=FULL_ONLY,
         ),
         Claim(
             "dynamic sensitivity beats static sensitivity (ablation)",
@@ -434,6 +474,7 @@ EXPERIMENT = Experiment(
             "scalebits_gptq",
             ("uniform_gptq",),
             controls=NAIVE,
+            profiles=FULL_ONLY,
         ),
         Claim(
             "folded channel reordering helps (ablation without reordering)",
@@ -448,17 +489,14 @@ EXPERIMENT = Experiment(
             "scalebits_gather",
             ("scalebits",),
             controls=NAIVE,
+            profiles=FULL_ONLY,
         ),
     ),
     metrics=(
         Metric("perplexity", "min", "", "held-out perplexity of the quantized model"),
         Metric("agreement", "max", "fraction", "next-token top-1 agreement with the full-precision model"),
-        Metric(
-            "retrieval",
-            "max",
-            "fraction",
-            "zoo MQAR probe exact match (chance 1/90; the zoo models are at chance, a wiring check)",
-        ),
+        Metric("kv_accuracy", "max", "fraction", "held-out key->value exact match (ctx models)"),
+        Metric("passkey_accuracy", "max", "fraction", "held-out passkey exact match (ctx models)"),
         Metric("fp_perplexity", "min", "", "held-out perplexity of the full-precision model (reference)"),
         Metric("bits_per_weight", "min", "bits", "8 x packed bytes / weights of the quantized linears"),
         Metric("ledger_bits_per_weight", "min", "bits", "ledger bits (no byte padding) / weights"),
@@ -485,7 +523,7 @@ EXPERIMENT = Experiment(
                 "eval_tokens": 1024,
                 "method.fraction": 0.3,
                 "hutchinson_samples": 4,
-                "retrieval_samples": 1,
+                "retrieval_queries": 1,
             },
             grid={"method.avg_bits": [2.75]},
             systems=DEFAULT_SYSTEMS,
@@ -502,7 +540,7 @@ EXPERIMENT = Experiment(
                 "eval_tokens": 4096,
                 "method.fraction": 0.1,
                 "hutchinson_samples": 8,
-                "retrieval_samples": 2,
+                "retrieval_queries": 8,
             },
             grid={"method.avg_bits": [2.6, 3.0]},
             systems=DEFAULT_SYSTEMS,

@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from neurips26.core.validation import check_choice
-from neurips26.methods.scalebits.baselines import quantize_gptq_allocation
+from neurips26.methods.scalebits.baselines import GPTQConfig, quantize_gptq_allocation
 from neurips26.methods.scalebits.config import check_tile_layout, default_filter
 from neurips26.methods.scalebits.core import (
     check_tiling,
@@ -72,12 +72,15 @@ class SliMLLMConfig:
     quantizer: str = "gptq"  # SliM-LLM rounds with GPTQ; "rtn" isolates the allocation
     damp: float = 0.01  # GPTQ / SliM-LLM: 1% of the mean Hessian diagonal
     carry_over: bool = True
+    act_order: bool = False  # GPTQ rounding by descending Hessian diagonal, with static groups
     micro_batch: int = 4
     filter_fn: Any = field(default=default_filter, compare=False)
 
     def __post_init__(self) -> None:
         check_tile_layout(self)
         check_choice("quantizer", self.quantizer, QUANTIZERS)
+        if not isinstance(self.act_order, bool):
+            raise TypeError(f"act_order must be a bool, got {self.act_order!r}")
         if not self.damp >= 0:
             raise ValueError(f"damp must be >= 0, got {self.damp!r}")
 
@@ -209,5 +212,15 @@ def _quantize_slim(
     allocation = slim_allocation(linears, hessians, config)
     layout = (config.bits, config.tile, config.group_size, config.pad)
     if config.quantizer == "gptq":
-        return quantize_gptq_allocation(model, calibration, allocation, *layout)
+        rounding = GPTQConfig(
+            bits=max(config.bits),
+            tile=config.tile,
+            group_size=config.group_size,
+            pad=config.pad,
+            damp=config.damp,
+            static_groups=config.act_order,
+            act_order=config.act_order,
+            micro_batch=config.micro_batch,
+        )
+        return quantize_gptq_allocation(model, calibration, allocation, *layout, rounding)
     return packed_report(apply_allocation(model, allocation, *layout), [], None)
