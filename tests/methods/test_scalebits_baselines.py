@@ -355,7 +355,7 @@ def test_act_order_processes_the_heaviest_inputs_first() -> None:
     assert output_error(True) < output_error(False)
 
 
-def test_every_gptq_rounded_row_of_the_experiment_uses_activation_ordering(monkeypatch, llama, tokens) -> None:
+def test_every_gptq_rounded_row_uses_activation_ordering(monkeypatch, llama, tokens) -> None:
     """Issue #20: uniform GPTQ, SliM-LLM and ScaleBITS+GPTQ share one rounding with act_order switched on."""
     import neurips26.methods.scalebits.slim as slim_module
     from neurips26.methods.scalebits.experiment import EXPERIMENT, gptq_rounding
