@@ -13,6 +13,16 @@ import torch
 torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``slow`` tests are opt-in (``-m slow`` or ``NEURIPS26_SLOW=1``), as the marker's help says."""
+    if "slow" in (config.getoption("-m") or "") or os.environ.get("NEURIPS26_SLOW"):
+        return
+    skip = pytest.mark.skip(reason="slow: opt in with -m slow or NEURIPS26_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _fixed_seed() -> None:
     torch.manual_seed(0)

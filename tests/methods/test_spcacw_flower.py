@@ -151,8 +151,7 @@ def test_client_app_replays_the_engine_and_the_strategy_reproduces_its_weights()
     assert np.abs(theta_wrong - theta).max() > 1e-3
 
 
-@pytest.mark.slow
-def test_run_simulation_gives_the_engine_weights():
+def test_run_simulation_gives_the_engine_weights():  # ~35 s (Ray start-up): kept in the default run
     from flwr.simulation import run_simulation
 
     overrides = {"num-server-rounds": 3}
