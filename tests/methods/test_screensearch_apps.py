@@ -140,6 +140,27 @@ def test_content_only_changes_are_not_ambiguity() -> None:
     assert estimator.ambiguity(zero, "push button|0|click") == 0.0
 
 
+def test_next_states_differing_only_in_content_are_one_outcome() -> None:
+    graph = StateGraph(dedup_threshold=1.0)
+    masked, unmasked = AmbiguityEstimator(graph), AmbiguityEstimator(graph, mask_content=False)
+    states = {}
+    for display in ("0", "7"):
+        for menu in (False, True):
+            screen = _calculator(display)
+            if menu:  # an open menu: many new elements, so not similar to the screen it opened on
+                items = [_node("menu item", f"item {i}", ["click"]) for i in range(12)]
+                tree = dict(screen.tree, children=[*screen.tree["children"], *items])
+                screen = Screen.from_tree(tree, "calc")
+            state, _ = graph.add_screen(screen, structural_tokens(screen))
+            for estimator in (masked, unmasked):
+                estimator.set_shape(state, structure_key(screen))
+            states[display, menu] = state
+    for display in ("0", "7"):
+        graph.record(states[display, False], "menu|edit|click", states[display, True], f"h{display}")
+    assert masked.ambiguity(states["0", False], "menu|edit|click") == 0.0
+    assert unmasked.ambiguity(states["0", False], "menu|edit|click") > 0.3  # two next-state ids
+
+
 def test_idea_off_content_masking_reads_a_display_change_as_ambiguity() -> None:
     _, estimator, (zero, _, _) = _calculator_graph(mask_content=False)
     assert estimator.ambiguity(zero, "push button|0|click") > 0.3  # stay vs variant, mixed

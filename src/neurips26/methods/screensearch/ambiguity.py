@@ -15,8 +15,9 @@ analogous effects must count as agreement, not dispersion. On apps whose profile
 elements (a calculator's display, an editor's buffer), a next state that differs from the source only in
 content also counts as ``stay`` (``mask_content``): typing a digit changes the display on one screen and
 not on a similar one (``0`` then ``0``), which is the key's ordinary content dependence, not hidden state.
-The cost: hidden state that shows only in content (a memory register recalled into the display) is then
-invisible to the signal.
+Likewise two next states that differ only in content (a menu opened over display ``7`` and over ``70``)
+are one outcome. The cost: hidden state that shows only in content (a memory register recalled into the
+display) is then invisible to the signal.
 
 Repeat probes separate nondeterminism from hidden-state aliasing (ours): every transition is stored with
 the action history since the last reset. A reset is deterministic, so two probes after the same history
@@ -141,7 +142,8 @@ class AmbiguityEstimator:
 
     def outcome_class(self, src: int, dst: int) -> object:
         """``"stay"`` (also a content-only change with ``mask_content``), ``"variant"`` (a different but
-        similar state) or the next state's id."""
+        similar state) or the next state: its id, or with ``mask_content`` its structure key when it has
+        content (a menu opened over display ``7`` and over ``70`` is one outcome)."""
         if dst == src:
             return "stay"
         if self.mask_content and src in self.shapes and self.shapes[src] == self.shapes.get(dst):
@@ -150,6 +152,8 @@ class AmbiguityEstimator:
         if cached is None:
             sets = self.graph.index.sets
             cached = "variant" if jaccard(sets[src], sets[dst]) >= self.min_similarity else dst
+            if cached == dst and self.mask_content and dst in self.shapes:
+                cached = f"shape:{self.shapes[dst]}"
             self._classes_cache[(src, dst)] = cached
         return cached
 
