@@ -44,6 +44,17 @@ class StyleRouteConfig:
     )
     probe_t: float = param(0.3, "ours: probes start at mid-t of our range, where layout is still open")
     probe_steps: int = param(3, "ours: 'short' protect/inject runs (issue), 3 DDIM steps each")
+    inversion_scale: int = param(
+        2,
+        "ours: the DDIM-inversion error runs on a grid downsampled by this factor and is upsampled "
+        "bilinearly; it only feeds region means (speed, issue #29; measured: region ranks keep Spearman "
+        "0.96 with the full-resolution error; 1 = full resolution)",
+    )
+    probe_scale: int = param(
+        1,
+        "ours: the same for the two probes (batched into one denoiser call); 1 because at half resolution "
+        "their disagreement keeps only Spearman 0.67 with the full-resolution one (measured)",
+    )
     use_inversion_error: bool = param(True, "issue: S includes the DDIM-inversion error")
     use_ilvr: bool = param(True, "issue: ILVR low-pass layout anchoring weighted by 1 - r")
     ilvr_factor: int = param(
@@ -66,7 +77,14 @@ class StyleRouteConfig:
     def __post_init__(self) -> None:
         if self.route_mode not in ROUTE_MODES:
             raise ValueError(f"route_mode must be one of {ROUTE_MODES}, got {self.route_mode!r}")
-        for name in ("n_segments", "num_inference_steps", "probe_steps", "ilvr_factor"):
+        for name in (
+            "n_segments",
+            "num_inference_steps",
+            "probe_steps",
+            "ilvr_factor",
+            "inversion_scale",
+            "probe_scale",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -47,13 +47,26 @@ def gram_matrices(features: torch.Tensor, weight: torch.Tensor | None = None) ->
     return (flat * wf) @ flat.transpose(1, 2) / wf.sum(-1, keepdim=True).clamp_min(1e-6)
 
 
+def style_targets(bank: GuidanceBank, style: torch.Tensor) -> list[torch.Tensor]:
+    """The style's Gram matrix per bank layer, ``(1, C, C)`` each (computed once per sampling run)."""
+    with torch.no_grad():
+        return [gram_matrices(fs).mean(0, keepdim=True) for fs in bank.features(style)]
+
+
 def style_loss(
-    bank: GuidanceBank, x0: torch.Tensor, style: torch.Tensor, route: torch.Tensor
+    bank: GuidanceBank,
+    x0: torch.Tensor,
+    style: torch.Tensor,
+    route: torch.Tensor,
+    targets: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """Sum over layers of ||G_r(x0) - G(style)||^2 / ||G(style)||^2 (x0's Gram weighted by r): ``(B,)``."""
+    """Sum over layers of ||G_r(x0) - G(style)||^2 / ||G(style)||^2 (x0's Gram weighted by r): ``(B,)``.
+
+    ``targets``: the style's Grams from :func:`style_targets` (recomputed from ``style`` when None).
+    """
+    targets = style_targets(bank, style) if targets is None else targets
     loss = x0.new_zeros(x0.shape[0])
-    for fx, fs in zip(bank.features(x0), bank.features(style), strict=True):
-        target = gram_matrices(fs).mean(0, keepdim=True)
+    for fx, target in zip(bank.features(x0), targets, strict=True):
         loss = loss + ((gram_matrices(fx, route) - target) ** 2).sum((1, 2)) / (target**2).sum()
     return loss
 

@@ -40,6 +40,7 @@ from neurips26.methods.styleroute.guidance import (
     project_conflicts,
     rms_normalise,
     style_loss,
+    style_targets,
 )
 from neurips26.methods.styleroute.router import RegionRouter, Routing
 from neurips26.methods.styleroute.sampler import Denoiser, ddim_denoise, ddim_invert
@@ -73,6 +74,33 @@ def to_tensor(images: np.ndarray) -> torch.Tensor:
 def to_images(x: torch.Tensor) -> np.ndarray:
     """``(B, 3, H, W)`` in [-1, 1] -> ``(B, H, W, 3)`` in [0, 1]."""
     return ((x.detach().clamp(-1, 1) + 1) / 2).permute(0, 2, 3, 1).cpu().numpy()
+
+
+def evidence_grid(size: tuple[int, ...] | torch.Size, scale: int) -> tuple[int, int]:
+    """The (h, w) grid the routing evidence runs on: ``size // scale`` rounded down to multiples of 8.
+
+    Falls back to ``size`` when ``scale`` is 1 or a side would drop below 16 px (multiples of 8 keep the
+    grid valid for strided denoisers; the evidence is only averaged over regions, see ``upsample``).
+    """
+    h, w = int(size[0]), int(size[1])
+    if scale <= 1:
+        return h, w
+    gh, gw = (h // scale) // 8 * 8, (w // scale) // 8 * 8
+    return (h, w) if min(gh, gw) < 16 else (gh, gw)
+
+
+def to_grid(x: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+    """Area-average ``(B, C, H, W)`` onto ``grid`` (identity when the grid is the input's size)."""
+    if tuple(x.shape[-2:]) == tuple(grid):
+        return x
+    return torch.nn.functional.interpolate(x, size=grid, mode="area")
+
+
+def upsample(x: torch.Tensor, size: tuple[int, ...] | torch.Size) -> torch.Tensor:
+    """Bilinear upsampling of an evidence map ``(B, 1, h, w)`` to ``size`` (identity at equal size)."""
+    if tuple(x.shape[-2:]) == tuple(size):
+        return x
+    return torch.nn.functional.interpolate(x, size=tuple(size), mode="bilinear", align_corners=False)
 
 
 def _batch(content: Any, name: str) -> np.ndarray:
@@ -112,6 +140,15 @@ class StyleRoutePipeline(DiffusionPipeline):
         self.route_config = route_config or StyleRouteConfig()
         self.unet_kwargs = dict(unet_kwargs or {})
         self.bank = GuidanceBank()
+        self._target_cache: tuple[torch.Tensor, list[torch.Tensor]] | None = None
+
+    def _targets(self, style: torch.Tensor) -> list[torch.Tensor]:
+        """The style's guidance Grams, cached for the style tensor of the current call."""
+        cached = getattr(self, "_target_cache", None)
+        if cached is None or cached[0] is not style:
+            cached = (style, style_targets(self.bank, style))
+            self._target_cache = cached
+        return cached[1]
 
     @property
     def denoiser(self) -> Denoiser:
@@ -126,11 +163,15 @@ class StyleRoutePipeline(DiffusionPipeline):
     # ---------------------------------------------------------------- where
     @torch.no_grad()
     def inversion_error(self, content: torch.Tensor) -> torch.Tensor:
-        """|DDIM-reconstruct(DDIM-invert(c) at inversion_t) - c|, channel mean: ``(B, H, W)``."""
+        """|DDIM-reconstruct(DDIM-invert(c) at inversion_t) - c|, channel mean: ``(B, H, W)``.
+
+        Computed on a grid downsampled by ``inversion_scale`` and upsampled to the content's size.
+        """
         cfg, den = self.route_config, self.denoiser
-        latent, ts = ddim_invert(den, content, cfg.inversion_t, cfg.num_inference_steps)
+        small = to_grid(content, evidence_grid(content.shape[-2:], cfg.inversion_scale))
+        latent, ts = ddim_invert(den, small, cfg.inversion_t, cfg.num_inference_steps)
         recon = ddim_denoise(den, latent, ts)
-        return (recon - content).abs().mean(1)
+        return upsample((recon - small).abs().mean(1, keepdim=True), content.shape[-2:])[:, 0]
 
     def probes(
         self, content: torch.Tensor, style: torch.Tensor, generator: torch.Generator | None
@@ -138,21 +179,24 @@ class StyleRoutePipeline(DiffusionPipeline):
         """Route disagreement |x0_protect - x0_inject| after ``probe_steps`` steps, one noise: ``(B, H, W)``.
 
         protect: content, full ILVR anchoring, no guidance; inject: AdaIN'd content, full style guidance.
+        Both routes run as one batch of ``2B`` (route 0 rows get zero guidance and full ILVR, route 1 rows
+        full guidance and no ILVR, exactly as two separate runs would) on a grid downsampled by
+        ``probe_scale``; the map is upsampled to the content's size.
         """
         cfg, den = self.route_config, self.denoiser
-        noise = randn_tensor(content.shape, generator=generator, dtype=content.dtype)
+        b = content.shape[0]
+        small = to_grid(content, evidence_grid(content.shape[-2:], cfg.probe_scale))
+        noise = randn_tensor(small.shape, generator=generator, dtype=small.dtype)
         ts = den.start_timesteps(cfg.num_inference_steps, cfg.probe_t)[: cfg.probe_steps]
-        ones = torch.ones_like(content[:, :1])
-        x0s = []
-        for route, init in ((0.0 * ones, content), (ones, adain(content, style))):
-            x = den.scheduler.add_noise(init, noise, ts[:1])
-            x0 = init
-            for t in ts:
-                x, x0 = self._step(
-                    x, t, content, style, route, noise, None, None, guidance=bool(route.max() > 0)
-                )
-            x0s.append(x0)
-        return (x0s[0] - x0s[1]).abs().mean(1).detach()
+        ones = torch.ones_like(small[:, :1])
+        init = torch.cat([small, adain(small, style)])
+        route = torch.cat([0.0 * ones, ones])  # rows 0..B-1 protect, B..2B-1 inject
+        anchor, noise2 = torch.cat([small, small]), torch.cat([noise, noise])
+        x = den.scheduler.add_noise(init, noise2, ts[:1])
+        x0 = init
+        for t in ts:
+            x, x0 = self._step(x, t, anchor, style, route, noise2, None, None, guidance=True)
+        return upsample((x0[:b] - x0[b:]).abs().mean(1, keepdim=True).detach(), content.shape[-2:])[:, 0]
 
     def route_inputs(self, content: Any, style: Any, generator: torch.Generator | None = None) -> RouteInputs:
         """The budget-independent evidence (reuse it across budgets of one batch)."""
@@ -199,7 +243,8 @@ class StyleRoutePipeline(DiffusionPipeline):
         x0 = den.split(output, x, t)[0]
         if guidance and cfg.use_guidance and cfg.guidance_scale > 0 and float(route.max()) > 0:
             x0_var = x0.detach().requires_grad_(True)
-            g_style = torch.autograd.grad(style_loss(self.bank, x0_var, style, route).sum(), x0_var)[0]
+            loss = style_loss(self.bank, x0_var, style, route, self._targets(style))
+            g_style = torch.autograd.grad(loss.sum(), x0_var)[0]
             g_style = rms_normalise(g_style)
             if cfg.use_projection and labels is not None and region_r is not None:
                 x0_var = x0.detach().requires_grad_(True)
