@@ -30,6 +30,7 @@ from neurips26.methods.sad.sampler import (
 from neurips26.methods.sad.search import enumerative_search, synthesize
 from neurips26.methods.sad.training import (
     encode_records,
+    paired_rewards,
     sad_loss,
     scst_advantage,
     train_sad,
@@ -55,6 +56,7 @@ __all__ = [
     "format_program",
     "make_split",
     "make_states",
+    "paired_rewards",
     "parse_program",
     "parse_state",
     "parse_value",
