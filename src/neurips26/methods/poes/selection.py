@@ -96,38 +96,45 @@ def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int
         raise ValueError(f"k must lie in [1, {n}], got {k}")
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    coverage = np.zeros(n, dtype=objective.similarity.dtype)
+    sim = objective.similarity
+    lam_utility = (
+        objective.lam * objective.utility
+    )  # the terms of SubsetObjective.gains, same order: same floats
+    scale = (1.0 - objective.lam) * objective.coverage_scale
+    coverage = np.zeros(n, dtype=sim.dtype)
     bound = objective.gains(coverage)  # one vectorised pass: every bound is fresh at step 0
-    fresh = np.ones(n, dtype=bool)
+    stale_mark = np.zeros(n, dtype=bool)  # True: the bound is from an earlier step (an upper bound)
     chosen: list[int] = []
     while len(chosen) < k:
         top = int(np.argmax(bound))
         size = batch
-        while not fresh[top]:  # the largest bound is stale: refresh a batch of the largest bounds
+        covered = coverage.sum(dtype=np.float64)
+        while stale_mark[top]:  # the largest bound is stale: refresh a batch of the largest bounds
             remaining = n - len(chosen)
-            if size >= remaining:  # the batch is everything left: refresh all, take the exact argmax
-                rows = np.flatnonzero(~fresh & np.isfinite(bound))
+            if 4 * size >= remaining:  # a batch this large costs about a full pass: refresh all, exact argmax
+                rows = np.flatnonzero(stale_mark)
                 bound[rows] = objective.gains(coverage, rows)
-                fresh[rows] = True
+                stale_mark[rows] = False
                 top = int(np.argmax(bound))
                 break
-            order = np.argpartition(-bound, size)
-            rows, outside = order[:size], float(bound[order[size]])  # outside: largest bound left out
-            stale = rows[~fresh[rows]]
-            bound[stale] = objective.gains(coverage, stale)
-            fresh[stale] = True
+            order = np.argpartition(bound, n - size - 1)
+            rows, outside = order[n - size :], float(bound[order[n - size - 1]])  # outside: largest left out
+            stale = rows[stale_mark[rows]]
+            fl = np.maximum(sim[stale], coverage).sum(axis=1, dtype=np.float64) - covered
+            bound[stale] = lam_utility[stale] + scale * fl
+            stale_mark[stale] = False
             values = bound[rows]
-            best = float(values.max())
-            candidate = int(rows[values == best].min())  # lowest index among the batch's best
-            if best > outside or (best == outside and candidate == int(np.flatnonzero(bound == best).min())):
-                top = candidate  # no item outside the batch can beat (or tie at a lower index) this gain
+            best = values.max()
+            if best > outside:
+                top = int(rows[values == best].min())  # no item outside the batch can beat this gain
                 break
-            top = int(np.argmax(bound))  # stale again unless the batch's best is the global largest bound
+            top = int(np.argmax(bound))  # stale again unless a batch item holds the global largest bound
             size *= 2
         chosen.append(top)
         bound[top] = -np.inf
-        coverage = np.maximum(coverage, objective.similarity[top])
-        fresh[:] = False
+        np.maximum(coverage, sim[top], out=coverage)
+        stale_mark[:] = True
+        stale_mark[chosen] = False  # chosen items keep bound -inf and are never refreshed
     return chosen
 
 
