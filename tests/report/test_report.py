@@ -67,3 +67,11 @@ def test_terminal_summary_fits_120_columns(tmp_path) -> None:
     rows = summary_rows([result], claim_width=TABLE_CLAIM_WIDTH)
     widths = [max(len(str(row[i])) for row in [SUMMARY_HEADER, *rows]) for i in range(len(SUMMARY_HEADER))]
     assert sum(widths) + 2 * (len(widths) - 1) <= 120
+
+
+def test_absolute_margins_print_in_the_metrics_unit_not_as_a_share() -> None:
+    from neurips26.report.tables import _margin_text
+
+    assert _margin_text({"margin": 0.05, "margin_scale": "relative"}) == "5%"
+    assert _margin_text({"margin": 0.02, "margin_scale": "absolute"}) == "0.02 absolute"
+    assert _margin_text({"margin": 0.25}) == "25%"  # results written before margin_scale existed

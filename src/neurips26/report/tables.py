@@ -125,7 +125,7 @@ def claims_table(result: dict) -> str:
         cells = claim_cells(claim)
         kind = claim["kind"]
         if kind == "noninferior":
-            kind += f" (margin {claim['margin']:.0%}: {claim.get('margin_source', '')})"
+            kind += f" (margin {_margin_text(claim)}: {claim.get('margin_source', '')})"
         if claim.get("controls"):
             kind += "; controls: " + ", ".join(claim["controls"])
         rows.append([claim["text"], claim["metric"], kind, cells["delta"], _verdict_text(claim)])
@@ -157,3 +157,10 @@ def method_section(result: dict, figure: str | None = None) -> str:
     if info["errors"]:
         parts.append("Errors:\n" + "\n".join(f"- {e}" for e in info["errors"]))
     return "\n\n".join(parts)
+
+
+def _margin_text(claim: dict) -> str:
+    """A relative margin as a share of the baseline (``5%``), an absolute one in the metric's unit."""
+    if claim.get("margin_scale") == "absolute":
+        return f"{claim['margin']:g} absolute"
+    return f"{claim['margin']:.0%}"
