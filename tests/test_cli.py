@@ -111,7 +111,7 @@ def test_publish_then_readme_refresh_round_trip(tmp_path, monkeypatch, capsys) -
 
     monkeypatch.setattr(cli, "RESULTS_ROOT", tmp_path / "results")
     readme = tmp_path / "README.md"
-    readme.write_text("x\n<!-- results:start -->\nold\n<!-- results:end -->\n")
+    readme.write_text("x\n<!-- results:smoke:start -->\nold\n<!-- results:smoke:end -->\n")
     monkeypatch.setattr(cli, "method_readme", lambda slug: readme)
     argv = ["run", "samhybrid", "--profile", "smoke", "--seeds", "1", "--out", str(tmp_path / "run")]
     assert main([*argv, "--set", "iterations=2", "--publish"]) == EXIT_OK

@@ -35,6 +35,8 @@ def test_readme_results_region_is_replaced_between_markers(tmp_path) -> None:
     result = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nafter\n")
+    assert not refresh_method_readme(readme, result)  # a smoke result never overwrites the default block
+    readme.write_text("intro\n<!-- results:smoke:start -->\nold\n<!-- results:smoke:end -->\nafter\n")
     assert refresh_method_readme(readme, result)
     text = readme.read_text()
     assert "old" not in text and "neurips26 run toy" in text and text.endswith("after\n")
