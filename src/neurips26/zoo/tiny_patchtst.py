@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from neurips26.zoo.patchtst_backbone import PatchTSTBackbone
-from neurips26.zoo.tsfm import evaluate_masked_reconstruction, generic_corpus, masked_patch_loss
+from neurips26.zoo.tsfm import masked_pretraining
 
 __all__ = ["PatchTSTPretrainConfig", "load_tiny_patchtst", "pretrain_tiny_patchtst", "save_tiny_patchtst"]
 
@@ -48,36 +47,7 @@ def pretrain_tiny_patchtst(
     config = config or PatchTSTPretrainConfig()
     model = PatchTSTBackbone.small(context_length=config.window, seed=config.seed)
     model.train()
-    corpus = torch.from_numpy(generic_corpus(config.n_series, config.series_length, config.seed))
-    held_out = torch.from_numpy(
-        generic_corpus(config.eval_series, config.series_length, config.seed + 10_000)
-    )
-    held_out = held_out[:, : config.window]
-    generator = torch.Generator().manual_seed(config.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, config.lr, total_steps=config.steps, pct_start=0.1
-    )
-    log: dict = {"train_loss": [], "config": asdict(config), "model": model.model.config.to_dict()}
-    start = time.perf_counter()
-    for step in range(config.steps):
-        rows = torch.randint(0, corpus.shape[0], (config.batch_size,), generator=generator)
-        offsets = torch.randint(
-            0, config.series_length - config.window + 1, (config.batch_size,), generator=generator
-        )
-        batch = corpus[rows[:, None], offsets[:, None] + torch.arange(config.window)]
-        loss = masked_patch_loss(model, model.patchify(batch[:, None]), config.mask_ratio, generator)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        if step % log_every == 0 or step == config.steps - 1:
-            log["train_loss"].append((step, loss.item()))
-    log["train_seconds"] = time.perf_counter() - start
-    log["evaluation"] = evaluate_masked_reconstruction(model, held_out, config.mask_ratio, config.seed)  # type: ignore[arg-type]
-    log["n_parameters"] = sum(p.numel() for p in model.parameters())
-    return model, log
+    return model, masked_pretraining(model, config, model.model.config.to_dict(), log_every)
 
 
 def save_tiny_patchtst(model: PatchTSTBackbone, log: dict, directory: Path = CHECKPOINT_DIR) -> None:

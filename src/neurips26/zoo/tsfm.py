@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -259,6 +259,13 @@ def pretrain_tiny_tsfm(
     config = config or TSFMPretrainConfig()
     torch.manual_seed(config.seed)
     model = TinyTSFM(model_config)
+    return model, masked_pretraining(model, config, asdict(model.config), log_every)
+
+
+def masked_pretraining(model: Any, config: Any, model_info: dict, log_every: int = 100) -> dict:
+    """Train ``model`` (any backbone with ``patchify`` and a masked forward) by masked patch reconstruction
+    on :func:`generic_corpus` windows, as ``config`` (a pretraining recipe such as
+    :class:`TSFMPretrainConfig`) says; returns the log with the held-out masked-patch MSE and references."""
     corpus = torch.from_numpy(generic_corpus(config.n_series, config.series_length, config.seed))
     held_out = torch.from_numpy(
         generic_corpus(config.eval_series, config.series_length, config.seed + 10_000)
@@ -269,7 +276,7 @@ def pretrain_tiny_tsfm(
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, config.lr, total_steps=config.steps, pct_start=0.1
     )
-    log: dict = {"train_loss": [], "config": asdict(config), "model": asdict(model.config)}
+    log: dict = {"train_loss": [], "config": asdict(config), "model": model_info}
     start = time.perf_counter()
     for step in range(config.steps):
         rows = torch.randint(0, corpus.shape[0], (config.batch_size,), generator=generator)
@@ -291,7 +298,7 @@ def pretrain_tiny_tsfm(
     log["train_seconds"] = time.perf_counter() - start
     log["evaluation"] = evaluate_masked_reconstruction(model, held_out, config.mask_ratio, config.seed)
     log["n_parameters"] = sum(p.numel() for p in model.parameters())
-    return model, log
+    return log
 
 
 @torch.no_grad()
