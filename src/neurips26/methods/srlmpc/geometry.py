@@ -31,6 +31,7 @@ from neurips26.methods.srlmpc.geometry_kernel import (
 SHAPE_KINDS = ("polygon", "rectangle", "ellipse", "disc")
 _ANGLE_GRID = 32  # coarse angle search for pairs with an anisotropic ellipse (then golden-section)
 _GOLDEN_ITERS = 16
+_ANGLE_BRACKETS = 3  # grid maxima refined: s(n) has several local maxima when shapes overlap
 
 
 @dataclass(frozen=True)
@@ -349,19 +350,26 @@ def _polygon_signed_distance(
 def _angle_search(
     delta: np.ndarray, batch: ShapeBatch, i: np.ndarray, j: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """max over the unit circle by a coarse grid then golden-section search in the best bracket."""
+    """max over the unit circle by a coarse grid then golden-section search in the best brackets.
+
+    s(n) is not unimodal for overlapping shapes (a polygon over an ellipse has several local maxima), so
+    the ``_ANGLE_BRACKETS`` best grid angles are each refined and the best refinement is kept.
+    """
     grid = np.linspace(-np.pi, np.pi, _ANGLE_GRID, endpoint=False)
     normals = np.broadcast_to(np.stack([np.cos(grid), np.sin(grid)], axis=1), (len(i), _ANGLE_GRID, 2))
     values = separation_along(delta, batch, i, j, np.ascontiguousarray(normals))
     step = 2 * np.pi / _ANGLE_GRID
-    lo = grid[values.argmax(axis=1)] - step
+    best = np.argsort(-values, axis=1, kind="stable")[:, :_ANGLE_BRACKETS]  # (P, K)
+    k = best.shape[1]
+    delta_k, i_k, j_k = np.repeat(delta, k, axis=0), np.repeat(i, k), np.repeat(j, k)
+    lo = grid[best.ravel()] - step
     hi = lo + 2 * step
     ratio = (np.sqrt(5.0) - 1.0) / 2.0
 
     def evaluate(theta: np.ndarray) -> np.ndarray:
         n = np.empty((len(theta), 1, 2))
         n[:, 0, 0], n[:, 0, 1] = np.cos(theta), np.sin(theta)
-        return separation_along(delta, batch, i, j, n)[:, 0]
+        return separation_along(delta_k, batch, i_k, j_k, n)[:, 0]
 
     a = hi - ratio * (hi - lo)
     b = lo + ratio * (hi - lo)
@@ -374,9 +382,12 @@ def _angle_search(
         f_new = evaluate(new_point)
         a, b = np.where(left, new_point, b), np.where(left, a, new_point)
         fa, fb = np.where(left, f_new, fb), np.where(left, fa, f_new)
-    theta = (lo + hi) / 2
-    n = np.stack([np.cos(theta), np.sin(theta)], axis=1)
-    return evaluate(theta), n
+    theta = ((lo + hi) / 2).reshape(-1, k)
+    refined = evaluate(theta.ravel()).reshape(-1, k)
+    winner = refined.argmax(axis=1)
+    rows = np.arange(len(winner))
+    theta = theta[rows, winner]
+    return refined[rows, winner], np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
 @dataclass(frozen=True)
