@@ -62,6 +62,9 @@ torch.set_num_threads(1)
 from neurips26.methods.snapmla import triton_checks
 snippet = re.findall(r"```python\\n(.*?)```", Path({str(README)!r}).read_text(), re.DOTALL)[1]
 namespace = {{}}
+# seeded: an unseeded draw can land a P value on an FP8 rounding boundary, where the kernel's and the
+# reference's accumulation orders round it differently (relative error ~4e-4 once in a full-suite run)
+torch.manual_seed(0)
 exec(compile(snippet, "README.md", "exec"), namespace)
 report = {{
     "rounding": triton_checks.rounding_agreement(),
