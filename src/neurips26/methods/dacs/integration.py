@@ -340,23 +340,9 @@ class DACSTrainer:
 
         ``callback(epoch, model)`` is called after every epoch (e.g. to track a validation score).
         """
-        check_domain_pair(source, target)
+        self._check_inputs(source, target)
         config = self.config
-        if config.structure_reweighting and config.n_prototypes > source.num_nodes + target.num_nodes:
-            raise ValueError(
-                f"n_prototypes={config.n_prototypes} exceeds the number of nodes in both domains "
-                f"({source.num_nodes + target.num_nodes})"
-            )
-        num_classes = int(source.y.max()) + 1
-        model = build_network(config, source.x.shape[1], num_classes)
-        self.model_ = model
-        mask = source_train_mask(source)
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        ones = torch.ones(source.edge_index.shape[1], dtype=source.x.dtype)
-        self.edge_weights_ = [ones for _ in range(model.num_layers)]
-        self.ratio_estimates_, self.label_weights_, self.history_ = [], None, []
-        self.reestimation_seconds_ = 0.0
-        model.train()
+        model, optimizer, mask = self._start_training(source)
         for epoch in range(config.epochs):
             if self._is_reestimation_epoch(epoch):
                 self._reestimate(source, target)
@@ -389,6 +375,28 @@ class DACSTrainer:
         return self
 
     # -- sampled (mini-batch) training ---------------------------------------------------------------------
+    def _check_inputs(self, source: Any, target: Any) -> None:
+        check_domain_pair(source, target)
+        config = self.config
+        if config.structure_reweighting and config.n_prototypes > source.num_nodes + target.num_nodes:
+            raise ValueError(
+                f"n_prototypes={config.n_prototypes} exceeds the number of nodes in both domains "
+                f"({source.num_nodes + target.num_nodes})"
+            )
+
+    def _start_training(self, source: Any) -> tuple[DACS, torch.optim.Optimizer, torch.Tensor]:
+        """A fresh network, its optimizer and the source training mask; unit edge weights, empty logs."""
+        config = self.config
+        model = build_network(config, source.x.shape[1], int(source.y.max()) + 1)
+        self.model_ = model
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        ones = torch.ones(source.edge_index.shape[1], dtype=source.x.dtype)
+        self.edge_weights_ = [ones for _ in range(model.num_layers)]
+        self.ratio_estimates_, self.label_weights_, self.history_ = [], None, []
+        self.reestimation_seconds_ = 0.0
+        model.train()
+        return model, optimizer, source_train_mask(source)
+
     def fit_sampled(
         self,
         source: Any,
@@ -411,7 +419,7 @@ class DACSTrainer:
         gathered per batch by its edge ids; the loss terms use the seed nodes (the first ``batch_size``
         nodes of a batch); the target loader is cycled when it has fewer batches than the source's.
         """
-        check_domain_pair(source, target)
+        self._check_inputs(source, target)
         config = self.config
         check_int("batch_size", batch_size, minimum=1)
         if loaders is None:
@@ -422,16 +430,7 @@ class DACSTrainer:
                 )
             loaders = _neighbor_loaders(source, target, num_neighbors, batch_size, config.seed)
         source_batches, target_batches = loaders
-        num_classes = int(source.y.max()) + 1
-        model = build_network(config, source.x.shape[1], num_classes)
-        self.model_ = model
-        train = source_train_mask(source)
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        ones = torch.ones(source.edge_index.shape[1], dtype=source.x.dtype)
-        self.edge_weights_ = [ones for _ in range(model.num_layers)]
-        self.ratio_estimates_, self.label_weights_, self.history_ = [], None, []
-        self.reestimation_seconds_ = 0.0
-        model.train()
+        model, optimizer, train = self._start_training(source)
         for epoch in range(config.epochs):
             if self._is_reestimation_epoch(epoch):
                 self._reestimate(source, target)
