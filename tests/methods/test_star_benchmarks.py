@@ -15,9 +15,10 @@ from sklearn.base import clone
 from neurips26.bench.experiment import NotApplicable, SilentProgress
 from neurips26.data.aeon_bundled import AeonDataUnavailable, aeon_data_dir, read_timeeval_csv, read_ts
 from neurips26.data.plant_sim import PlantSimConfig, simulate_plant
-from neurips26.data.state_benchmarks import inject_numeric, make_benchmark
+from neurips26.data.state_benchmarks import NO_STATES, SEMI_REAL, inject_numeric, make_benchmark
+from neurips26.methods.star import STARConfig, STARDetector
 from neurips26.methods.star.baselines import PerStateDetector
-from neurips26.methods.star.experiment import EXPERIMENT, NEEDS_STATES, STARExperimentConfig
+from neurips26.methods.star.experiment import ABLATIONS, EXPERIMENT, NEEDS_STATES, STARExperimentConfig
 from neurips26.methods.star.metrics import point_adjusted_f1, range_pr_vus
 from neurips26.zoo.tsfm import load_tiny_tsfm
 
@@ -109,11 +110,50 @@ def test_systems_needing_states_are_not_applicable_without_states() -> None:
         STARExperimentConfig(benchmark="swat")
 
 
+def test_ablations_are_not_applicable_without_states_because_they_equal_star_there() -> None:
+    """Without state columns each ablation switches off a module that does nothing: bit-equal scores."""
+    config = STARExperimentConfig(benchmark="daphnet")
+    profile = EXPERIMENT.profile("semireal")
+    for name in ABLATIONS:
+        with pytest.raises(NotApplicable, match="equals star without state channels"):
+            EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
+    rng = np.random.default_rng(0)
+    t = np.arange(600)[:, None]
+    series = np.sin(t / np.array([7.0, 11.0])) + 0.05 * rng.normal(size=(600, 2))
+
+    def scores(star: STARConfig) -> np.ndarray:
+        detector = STARDetector({}, load_tiny_tsfm(), config=star, n_steps=5, random_state=0)
+        return detector.fit(series[:400]).decision_function(series[400:])
+
+    reference = scores(STARConfig())
+    for name in ABLATIONS:
+        ablated = EXPERIMENT.build_system(name, config).star
+        assert ablated != STARConfig()
+        np.testing.assert_array_equal(scores(ablated), reference)
+    # with a state column the same switch does change the scores (the equality above is not vacuous)
+    codes = (np.sin(t / 13.0) > 0).astype(float)
+    with_state = np.concatenate([series, codes], 1)
+    schema = {2: (0.0, 1.0)}
+    full = STARDetector(schema, load_tiny_tsfm(), n_steps=5, random_state=0).fit(with_state[:400])
+    off = STARDetector(
+        schema, load_tiny_tsfm(), config=STARConfig(use_matching=False), n_steps=5, random_state=0
+    ).fit(with_state[:400])
+    assert not np.array_equal(
+        full.decision_function(with_state[400:]), off.decision_function(with_state[400:])
+    )
+
+
 def test_benchmark_claims_cover_their_benchmarks() -> None:
     wheres = [dict(claim.where) for claim in EXPERIMENT.claims]
     assert wheres[0] == {"benchmark": ("mini_swat",)}
     assert {"benchmark": ("basic_motions", "japanese_vowels")} in wheres
     assert {"benchmark": ("daphnet", "kdd135")} in wheres
+    for claim in EXPERIMENT.claims:  # each claim is judged in a profile that runs its benchmarks
+        for name in claim.profiles:
+            ran = EXPERIMENT.profile(name).grid.get("benchmark", ("mini_swat",))  # smoke: the default
+            assert set(claim.where["benchmark"]) <= set(ran)
+    semireal = EXPERIMENT.profile("semireal")
+    assert semireal.seeds >= 5 and set(semireal.grid["benchmark"]) == {*SEMI_REAL, *NO_STATES}
     assert set(EXPERIMENT.profile("full").grid["benchmark"]) == {
         "mini_swat",
         "basic_motions",
