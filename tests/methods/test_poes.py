@@ -81,6 +81,28 @@ def test_lazy_greedy_equals_naive_greedy(seed: int, n: int, lam: float, k: int) 
     assert lazy_greedy(objective, k) == naive_greedy(objective, k)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(5, 400),
+    k=st.integers(1, 40),
+    lam=st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+    distinct=st.floats(0.05, 1.0),
+    batch=st.sampled_from([1, 2, 32]),
+)
+def test_lazy_greedy_equals_naive_greedy_with_duplicates_and_tied_utilities(
+    seed: int, n: int, k: int, lam: float, distinct: float, batch: int
+) -> None:
+    """Exact duplicate items and utilities on a 3-level grid make exact ties; the pool is large enough
+    for the batch doubling and the full refresh after the first pick to run."""
+    rng = np.random.default_rng(seed)
+    k = min(k, n)
+    centres = rng.normal(size=(max(1, int(distinct * n)), 4))
+    sim = rbf_similarity(centres[rng.integers(0, len(centres), n)])
+    objective = SubsetObjective(rng.integers(0, 3, n) / 2.0, sim, lam, k / n)
+    assert lazy_greedy(objective, k, batch=batch) == naive_greedy(objective, k)
+
+
 def test_lazy_greedy_equals_naive_greedy_with_ties() -> None:
     sim = np.eye(8, dtype=np.float32)
     objective = SubsetObjective(np.ones(8), sim, 0.5, 0.5)  # every gain equal: first indices win

@@ -307,6 +307,8 @@ EXPERIMENT = Experiment(
             grid={"tier": [1, 2], "k": [10]},
         ),
         "default": Profile("default", budget_s=260, seeds=5, grid=GRID),
+        # the 10 seeds on default's task suites (full's 35 + 10 tasks per seed is ~30 core-minutes)
+        "seeds10": Profile("seeds10", budget_s=540, seeds=10, grid=GRID),
         "full": Profile(
             "full", budget_s=3600, seeds=10, overrides={"n_tasks": 35, "tier2.n_tasks": 10}, grid=GRID
         ),

@@ -195,10 +195,14 @@ class POESScheduler:
         self._raw_mean = np.bincount(prompt_idx, scores, minlength=n_prompts) / np.maximum(counts, 1)
         return self._fit
 
-    def select_indices(
+    def round_objective(
         self, prompt_idx: np.ndarray, item_idx: np.ndarray, scores: np.ndarray, n_prompts: int
-    ) -> list[int]:
-        """:meth:`select` on index arrays (prompt indices < n_prompts, item indices into ``items``)."""
+    ) -> tuple[SubsetObjective, np.ndarray]:
+        """Refit on the log and build this round's objective F; returns (F, leader prompt indices).
+
+        Steps (1)-(4) and (6) of a round: 1PL refit, leaders, discrimination utility, the controller's
+        weight (its state advances once per call). :meth:`select_indices` then optimises F.
+        """
         c = self.config
         fit = self.observe_indices(prompt_idx, item_idx, scores, n_prompts)
         n = len(self.items)
@@ -220,7 +224,16 @@ class POESScheduler:
             lam = self._controller.update(fit.theta[seen], fit.theta_sd[seen])
         else:
             lam = c.discrimination_weight
-        objective = SubsetObjective(utility, self.similarity, lam, self.k / n)
+        return SubsetObjective(utility, self.similarity, lam, self.k / n), leaders
+
+    def select_indices(
+        self, prompt_idx: np.ndarray, item_idx: np.ndarray, scores: np.ndarray, n_prompts: int
+    ) -> list[int]:
+        """:meth:`select` on index arrays (prompt indices < n_prompts, item indices into ``items``)."""
+        c = self.config
+        n = len(self.items)
+        objective, leaders = self.round_objective(prompt_idx, item_idx, scores, n_prompts)
+        lam = objective.lam
         cold = self._subset is None or not c.bound_swaps
         if self.k == n:
             subset, swaps = list(range(n)), 0

@@ -85,11 +85,16 @@ class SubsetObjective:
 def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int]:
     """Greedy maximisation of F with lazy (Minoux 1978) marginal-gain updates; returns k item indices.
 
-    Submodularity makes a stale gain an upper bound. Each step takes the ``batch`` items with the largest
-    bounds, refreshes the stale ones in one vectorised call, and accepts the best refreshed item as soon
-    as its exact gain is at least every bound outside the batch (the greedy choice: no other item can do
-    better); otherwise the batch doubles. Bounds live in one array (no Python heap). Ties break to the
-    lowest index, exactly as ``argmax`` in plain greedy, so the subset equals plain greedy's.
+    Submodularity makes a gain computed at an earlier step an upper bound on the current one. Each step
+    refreshes the ``batch`` largest bounds in one vectorised call, then refreshes, again in one call, every
+    stale item whose bound still reaches the best refreshed gain (if there are more than twice the batch,
+    only the largest of them, with the batch doubled); it stops when no stale bound reaches the best fresh
+    gain, so that item is the greedy choice. Right after the first pick (which raises the coverage of
+    almost every column) a quarter of the pool still reaching the best refreshed gain triggers one full
+    refresh instead of a doubling sequence. The next step's batch is the number of rows this step
+    refreshed, clipped to [16, 64]. Bounds live in one array (no Python heap). Refreshed gains use the
+    exact float operations of :meth:`SubsetObjective.gains`, and ties break to the lowest index as
+    ``argmax`` does in plain greedy, so the subset equals plain greedy's.
     """
     n = len(objective.utility)
     if not 1 <= k <= n:
@@ -97,44 +102,38 @@ def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
     sim = objective.similarity
-    lam_utility = (
-        objective.lam * objective.utility
-    )  # the terms of SubsetObjective.gains, same order: same floats
+    lam_utility = objective.lam * objective.utility  # the terms of SubsetObjective.gains, same floats
     scale = (1.0 - objective.lam) * objective.coverage_scale
     coverage = np.zeros(n, dtype=sim.dtype)
-    bound = objective.gains(coverage)  # one vectorised pass: every bound is fresh at step 0
-    stale_mark = np.zeros(n, dtype=bool)  # True: the bound is from an earlier step (an upper bound)
-    chosen: list[int] = []
+    bound = objective.gains(coverage)  # step 0: every bound is fresh
+    alive = np.ones(n, dtype=bool)
+    chosen = [int(np.argmax(bound))]
     while len(chosen) < k:
-        top = int(np.argmax(bound))
-        size = batch
-        covered = coverage.sum(dtype=np.float64)
-        while stale_mark[top]:  # the largest bound is stale: refresh a batch of the largest bounds
-            remaining = n - len(chosen)
-            if 4 * size >= remaining:  # a batch this large costs about a full pass: refresh all, exact argmax
-                rows = np.flatnonzero(stale_mark)
-                bound[rows] = objective.gains(coverage, rows)
-                stale_mark[rows] = False
-                top = int(np.argmax(bound))
-                break
-            order = np.argpartition(bound, n - size - 1)
-            rows, outside = order[n - size :], float(bound[order[n - size - 1]])  # outside: largest left out
-            stale = rows[stale_mark[rows]]
-            fl = np.maximum(sim[stale], coverage).sum(axis=1, dtype=np.float64) - covered
-            bound[stale] = lam_utility[stale] + scale * fl
-            stale_mark[stale] = False
-            values = bound[rows]
-            best = values.max()
-            if best > outside:
-                top = int(rows[values == best].min())  # no item outside the batch can beat this gain
-                break
-            top = int(np.argmax(bound))  # stale again unless a batch item holds the global largest bound
-            size *= 2
-        chosen.append(top)
+        top = chosen[-1]
         bound[top] = -np.inf
+        alive[top] = False
         np.maximum(coverage, sim[top], out=coverage)
-        stale_mark[:] = True
-        stale_mark[chosen] = False  # chosen items keep bound -inf and are never refreshed
+        covered = coverage.sum(dtype=np.float64)
+        stale = alive.copy()
+        live = n - len(chosen)
+        size = min(batch, live)
+        rows = np.argpartition(bound, n - size)[n - size :]
+        best, refreshed = -np.inf, 0
+        while rows.size:
+            fl = np.maximum(sim[rows], coverage).sum(axis=1, dtype=np.float64) - covered
+            values = lam_utility[rows] + scale * fl
+            bound[rows] = values
+            stale[rows] = False
+            refreshed += rows.size
+            best = max(best, float(values.max()))
+            rows = np.flatnonzero((bound >= best) & stale)  # stale items that may still match or beat best
+            if 4 * rows.size >= live and (len(chosen) == 1 or 4 * size >= live):
+                rows = np.flatnonzero(stale)  # most bounds are stale and too high: one full refresh
+            elif rows.size > 2 * size:
+                size *= 2
+                rows = rows[np.argpartition(bound[rows], rows.size - size)[rows.size - size :]]
+        chosen.append(int(np.argmax(bound)))  # no stale bound reaches the max: first index among fresh ties
+        batch = min(max(refreshed, 16), 64)
     return chosen
 
 
