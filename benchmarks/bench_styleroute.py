@@ -2,16 +2,22 @@
 
 For each size the brick prior stylises one content image: global SDEdit at t0 = t_max and StyleRoute at
 budget 0.5 with the same DDIM grid (20 steps over the schedule, so both run the steps at or below t_max).
-The ratio is paired: each repeat times SDEdit and then one end-to-end StyleRoute call (SLIC, inversion
-error, probes, routing, routed sampling with guidance and projection), and the reported ratio is the
-median of the per-repeat ratios (robust to load drift on a shared machine). The breakdown times each part
-on its own: SLIC, routing (confidences + bias solve), the DDIM-inversion error, the two probes and the
-routed sampling; a second routed run without guidance isolates the guidance cost. ``--inversion-scale``
-and ``--probe-scale`` set the grids of the inversion error (default 2: half resolution) and of the batched
-probes (default 1); ``--inversion-scale 1`` is the pre-#29-fix inversion. Medians of ``--repeats`` runs
-on one thread; the peak RSS is the process's after all runs. The µs/px column tests linearity in pixels.
+The ratio is paired: each repeat times SDEdit and one end-to-end StyleRoute call (SLIC, inversion error,
+probes, routing, routed sampling with guidance and projection) back to back, alternating which goes
+first; the reported ratio is the median of the per-repeat ratios, with their min-max range and
+interquartile range (robust to load drift on a shared machine). The style-only caches (the guidance
+Grams of the style, its tiles' Lab histograms) are warm after the warm-up call, as they are for every
+call after a style's first; their one-off cost is the ``style cache`` column.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_styleroute.py --sizes 64 96 128 192 --repeats 5
+The breakdown times each part on its own (medians): SLIC; the router's parts — S pixel maps (structure
+tensor, Canny), T features (LBP, high-frequency ratio, style compatibility), region graph + smoothing
+operator, and the rest of ``route`` (rank-normalised region means, bias bisection, feathering); the
+DDIM-inversion error; the probes (the D evidence); the routed sampling. Guidance is what switching
+``use_guidance`` off removes from the probes and from the sampling. ``--inversion-scale`` and
+``--probe-scale`` set the evidence grids (defaults 2 and 1, the shipped config). One thread; peak RSS is
+the process's after all runs. The µs/px column tests linearity in pixels.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_styleroute.py --sizes 64 96 128 192 --repeats 15
 """
 
 from __future__ import annotations
@@ -21,11 +27,14 @@ import json
 import statistics
 import time
 
+import numpy as np
 import torch
 
 from neurips26.core.measure import peak_rss_mb
 from neurips26.methods.styleroute import RegionRouter, StyleRoutePipeline, load_prior, make_scheduler
+from neurips26.methods.styleroute import router as router_module
 from neurips26.methods.styleroute.data import load_content, load_style
+from neurips26.methods.styleroute.guidance import style_targets
 from neurips26.methods.styleroute.pipeline import to_tensor
 from neurips26.methods.styleroute.sampler import sdedit
 
@@ -55,34 +64,63 @@ def measure(size: int, repeats: int, inversion_scale: int = 2, probe_scale: int 
     def run(p: StyleRoutePipeline, i: object = None) -> object:
         return p(content, style, budget=0.5, generator=torch.Generator().manual_seed(0), route_inputs=i)
 
-    run_sdedit(), run(pipe)  # warm-up (first-call allocations, lazy imports)
-    pairs = [(_time(run_sdedit), _time(lambda: run(pipe))) for _ in range(repeats)]
-    t_sdedit = statistics.median(p[0] for p in pairs)
-    t_total = statistics.median(p[1] for p in pairs)
-    ratio = statistics.median(p[1] / p[0] for p in pairs)
+    def style_cache_fill() -> None:  # what a style's first call computes once
+        router_module._STYLE_TILE_CACHE.clear()
+        router_module.style_tile_histograms(style)
+        style_targets(pipe.bank, s)
+
+    run_sdedit(), run(pipe)  # warm-up (first-call allocations, lazy imports, the style caches)
+    pairs = []
+    for index in range(repeats):
+        if index % 2:
+            t_route = _time(lambda: run(pipe))
+            t_sd = _time(run_sdedit)
+        else:
+            t_sd = _time(run_sdedit)
+            t_route = _time(lambda: run(pipe))
+        pairs.append((t_sd, t_route))
+    ratios = np.array([b / a for a, b in pairs])
     router = RegionRouter(cfg)
     labels = router.segment(content)
-    t_routing = _median_time(lambda: router.route(content, style, 0.5, labels=labels), repeats)
-    t_segment = _median_time(lambda: router.segment(content), repeats)
+    n = int(labels.max()) + 1
+    t_route_all = _median_time(lambda: router.route(content, style, 0.5, labels=labels), repeats)
+    t_s_maps = _median_time(lambda: router.structure_maps(content), repeats)
+    t_t_feats = _median_time(lambda: router.texture_features(content, style, labels), repeats)
+    t_graph = _median_time(lambda: router._smoother(router_module.region_adjacency(labels, n)), repeats)
     t_inversion = _median_time(lambda: pipe.inversion_error(c), repeats)
     t_probes = _median_time(lambda: pipe.probes(c, s, torch.Generator().manual_seed(0)), repeats)
-    inputs = pipe.route_inputs(content, style, torch.Generator().manual_seed(0))
-    t_sampling = _median_time(lambda: run(pipe, inputs), repeats) - t_routing
     no_guidance = pipe.with_config(use_guidance=False)
-    t_sampling_plain = _median_time(lambda: run(no_guidance, inputs), repeats) - t_routing
+    t_probes_plain = _median_time(lambda: no_guidance.probes(c, s, torch.Generator().manual_seed(0)), repeats)
+    inputs = pipe.route_inputs(content, style, torch.Generator().manual_seed(0))
+    t_sampling = _median_time(lambda: run(pipe, inputs), repeats) - t_route_all
+    t_sampling_plain = _median_time(lambda: run(no_guidance, inputs), repeats) - t_route_all
+    t_style_cache = _median_time(style_cache_fill, repeats)
+    t_total = statistics.median(p[1] for p in pairs)
+    t_sdedit = statistics.median(p[0] for p in pairs)
     return {
         "size": size,
+        "repeats": repeats,
         "inversion_scale": inversion_scale,
         "probe_scale": probe_scale,
         "sdedit_s": t_sdedit,
         "styleroute_s": t_total,
-        "ratio": ratio,
-        "segment_s": t_segment,
-        "routing_s": t_routing,
+        "ratio": float(np.median(ratios)),
+        "ratio_min": float(ratios.min()),
+        "ratio_max": float(ratios.max()),
+        "ratio_q1": float(np.quantile(ratios, 0.25)),
+        "ratio_q3": float(np.quantile(ratios, 0.75)),
+        "segment_s": _median_time(lambda: router.segment(content), repeats),
+        "routing_s": t_route_all,
+        "structure_maps_s": t_s_maps,
+        "texture_features_s": t_t_feats,
+        "graph_s": t_graph,
+        "routing_rest_s": t_route_all - t_s_maps - t_t_feats - t_graph,
         "inversion_s": t_inversion,
         "probes_s": t_probes,
         "sampling_s": t_sampling,
-        "guidance_s": t_sampling - t_sampling_plain,
+        "guidance_s": (t_sampling - t_sampling_plain) + (t_probes - t_probes_plain),
+        "guidance_probes_s": t_probes - t_probes_plain,
+        "style_cache_s": t_style_cache,
         "us_per_pixel": 1e6 * t_total / size**2,
         "sdedit_us_per_pixel": 1e6 * t_sdedit / size**2,
         "peak_rss_mb": peak_rss_mb(),
@@ -92,25 +130,33 @@ def measure(size: int, repeats: int, inversion_scale: int = 2, probe_scale: int 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 96, 128, 192])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--inversion-scale", type=int, default=2)
     parser.add_argument("--probe-scale", type=int, default=1)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    rows = [measure(size, args.repeats, args.inversion_scale, args.probe_scale) for size in args.sizes]
+    rows = []
+    for size in args.sizes:
+        rows.append(measure(size, args.repeats, args.inversion_scale, args.probe_scale))
+        print(json.dumps({k: round(v, 4) for k, v in rows[-1].items()}), flush=True)
     print(
-        "| px | SDEdit s | StyleRoute s | ratio | SLIC | routing | inversion | probes | sampling "
-        "| of which guidance | µs/px (SDEdit µs/px) | peak RSS MB |"
+        "\n| px | SDEdit s | StyleRoute s | ratio: median [min, max] (IQR) | SLIC | routing (S maps / T "
+        "feats / graph / rest) | inversion | probes | sampling | guidance (of which probes) "
+        "| style cache, once | µs/px (SDEdit µs/px) | peak RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        ms = {k: 1e3 * v for k, v in r.items() if k.endswith("_s")}
         print(
-            f"| {r['size']} | {r['sdedit_s']:.3f} | {r['styleroute_s']:.3f} | {r['ratio']:.2f}x | "
-            f"{r['segment_s']:.3f} | "
-            f"{r['routing_s']:.3f} | {r['inversion_s']:.3f} | {r['probes_s']:.3f} | {r['sampling_s']:.3f} | "
-            f"{r['guidance_s']:.3f} | {r['us_per_pixel']:.1f} ({r['sdedit_us_per_pixel']:.1f}) | "
-            f"{r['peak_rss_mb']:.0f} |"
+            f"| {r['size']} | {r['sdedit_s']:.3f} | {r['styleroute_s']:.3f} | "
+            f"{r['ratio']:.2f}x [{r['ratio_min']:.2f}, {r['ratio_max']:.2f}] "
+            f"({r['ratio_q1']:.2f}–{r['ratio_q3']:.2f}) | {ms['segment_s']:.1f} ms | "
+            f"{ms['routing_s']:.1f} ms ({ms['structure_maps_s']:.1f} / {ms['texture_features_s']:.1f} / "
+            f"{ms['graph_s']:.1f} / {ms['routing_rest_s']:.1f}) | {ms['inversion_s']:.0f} ms | "
+            f"{ms['probes_s']:.0f} ms | {ms['sampling_s']:.0f} ms | {ms['guidance_s']:.0f} ms "
+            f"({ms['guidance_probes_s']:.0f}) | {ms['style_cache_s']:.1f} ms | "
+            f"{r['us_per_pixel']:.1f} ({r['sdedit_us_per_pixel']:.1f}) | {r['peak_rss_mb']:.0f} |"
         )
     if args.json:
         with open(args.json, "w") as handle:

@@ -26,24 +26,39 @@ class GuidanceBank(nn.Module):
         self.weights = [
             torch.randn((o, i, k, k), generator=generator) * (1.0 / (i * k * k)) ** 0.5 for o, i, k in shapes
         ]
+        # tanh(2 conv(h, w)) = tanh(conv(h, 2 w)) exactly (scaling by 2 is exact in floating point), one
+        # elementwise op and its backward less per layer
+        self._doubled = [2.0 * w for w in self.weights]
 
     def features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The bank's activations ``tanh(2 conv(h, w))`` per layer (2x average pooling between layers)."""
         feats, h = [], x
-        for index, w in enumerate(self.weights):
+        for index, w in enumerate(self._doubled):
             if index:
                 h = F.avg_pool2d(h, 2)
-            h = torch.tanh(F.conv2d(h, w, padding=w.shape[-1] // 2) * 2.0)
+            h = torch.tanh(F.conv2d(h, w, padding=w.shape[-1] // 2))
             feats.append(h)
         return feats
 
 
-def gram_matrices(features: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
-    """Gram ``(B, C, C)`` of ``(B, C, H, W)`` features, optionally weighted per position ``(B, 1, H, W)``."""
+def layer_weights(weight: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """A routing map ``(B, 1, H, W)`` resampled (bilinear) to a feature grid ``size``: ``(B, 1, h * w)``."""
+    b = weight.shape[0]
+    return F.interpolate(weight, size=size, mode="bilinear", align_corners=False).reshape(b, 1, -1)
+
+
+def gram_matrices(
+    features: torch.Tensor, weight: torch.Tensor | None = None, flat_weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Gram ``(B, C, C)`` of ``(B, C, H, W)`` features, optionally weighted per position ``(B, 1, H, W)``.
+
+    ``flat_weight``: the weight already resampled by :func:`layer_weights` (takes precedence).
+    """
     b, c, h, w = features.shape
     flat = features.reshape(b, c, h * w)
-    if weight is None:
+    if weight is None and flat_weight is None:
         return flat @ flat.transpose(1, 2) / (h * w)
-    wf = F.interpolate(weight, size=(h, w), mode="bilinear", align_corners=False).reshape(b, 1, h * w)
+    wf = layer_weights(weight, (h, w)) if flat_weight is None else flat_weight
     return (flat * wf) @ flat.transpose(1, 2) / wf.sum(-1, keepdim=True).clamp_min(1e-6)
 
 
@@ -59,16 +74,34 @@ def style_loss(
     style: torch.Tensor,
     route: torch.Tensor,
     targets: list[torch.Tensor] | None = None,
+    weights: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Sum over layers of ||G_r(x0) - G(style)||^2 / ||G(style)||^2 (x0's Gram weighted by r): ``(B,)``.
 
-    ``targets``: the style's Grams from :func:`style_targets` (recomputed from ``style`` when None).
+    ``targets``: the style's Grams from :func:`style_targets` (recomputed from ``style`` when None);
+    ``weights``: ``route`` per layer from :func:`route_weights` (resampled here when None).
     """
     targets = style_targets(bank, style) if targets is None else targets
     loss = x0.new_zeros(x0.shape[0])
-    for fx, target in zip(bank.features(x0), targets, strict=True):
-        loss = loss + ((gram_matrices(fx, route) - target) ** 2).sum((1, 2)) / (target**2).sum()
+    for index, (fx, target) in enumerate(zip(bank.features(x0), targets, strict=True)):
+        flat_weight = None if weights is None else weights[index]
+        gram = gram_matrices(fx, route, flat_weight=flat_weight)
+        loss = loss + ((gram - target) ** 2).sum((1, 2)) / (target**2).sum()
     return loss
+
+
+def route_weights(bank: GuidanceBank, route: torch.Tensor) -> list[torch.Tensor]:
+    """``route`` resampled to every bank layer's grid (:func:`layer_weights`), for :func:`style_loss`.
+
+    The routing map is fixed during sampling, so its per-layer resampling is done once per call.
+    """
+    h, w = route.shape[-2:]
+    sizes = []
+    for index in range(len(bank.weights)):
+        if index:  # avg_pool2d(2) floors each side
+            h, w = h // 2, w // 2
+        sizes.append((h, w))
+    return [layer_weights(route, size) for size in sizes]
 
 
 def luminance_gradients(x: torch.Tensor) -> torch.Tensor:
@@ -82,6 +115,21 @@ def luminance_gradients(x: torch.Tensor) -> torch.Tensor:
 def content_loss(x0: torch.Tensor, content: torch.Tensor) -> torch.Tensor:
     """Gradient-domain structure loss ``sum ||grad lum(x0) - grad lum(c)||^2``: ``(B,)``."""
     return ((luminance_gradients(x0) - luminance_gradients(content)) ** 2).sum((1, 2, 3))
+
+
+def content_gradient(x0: torch.Tensor, content_gradients: torch.Tensor) -> torch.Tensor:
+    """The gradient of :func:`content_loss` with respect to ``x0``, in closed form: ``(B, 3, H, W)``.
+
+    ``content_gradients`` is ``luminance_gradients(content)`` (fixed during sampling). With the residual
+    e = grad lum(x0) - grad lum(c), the gradient is 2 D^T e / 3 on every channel, D the forward
+    differences of :func:`luminance_gradients` (zero in the padded last column / row). Equal to
+    autograd's within float rounding (tested); it replaces a backward pass per step.
+    """
+    e = luminance_gradients(x0) - content_gradients
+    ex, ey = e[:, :1, :, :-1], e[:, 1:, :-1, :]  # the padded last column / row carry no gradient
+    dx = F.pad(ex, (1, 0, 0, 0)) - F.pad(ex, (0, 1, 0, 0))  # D_x^T e_x
+    dy = F.pad(ey, (0, 0, 1, 0)) - F.pad(ey, (0, 0, 0, 1))
+    return ((2.0 / 3.0) * (dx + dy)).expand_as(x0)
 
 
 def adain(content: torch.Tensor, style: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:

@@ -18,6 +18,7 @@ time is 0 are never diffused and come back as the content.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,10 +36,12 @@ from neurips26.methods.styleroute.config import StyleRouteConfig
 from neurips26.methods.styleroute.guidance import (
     GuidanceBank,
     adain,
-    content_loss,
+    content_gradient,
     low_pass,
+    luminance_gradients,
     project_conflicts,
     rms_normalise,
+    route_weights,
     style_loss,
     style_targets,
 )
@@ -140,15 +143,24 @@ class StyleRoutePipeline(DiffusionPipeline):
         self.route_config = route_config or StyleRouteConfig()
         self.unet_kwargs = dict(unet_kwargs or {})
         self.bank = GuidanceBank()
-        self._target_cache: tuple[torch.Tensor, list[torch.Tensor]] | None = None
+        self._target_cache: dict[bytes, list[torch.Tensor]] = {}
 
     def _targets(self, style: torch.Tensor) -> list[torch.Tensor]:
-        """The style's guidance Grams, cached for the style tensor of the current call."""
-        cached = getattr(self, "_target_cache", None)
-        if cached is None or cached[0] is not style:
-            cached = (style, style_targets(self.bank, style))
-            self._target_cache = cached
-        return cached[1]
+        """The style's guidance Grams, cached by the style's pixels (they depend on nothing else).
+
+        The key is a digest of the tensor's shape and bytes, so a new tensor holding the same style (every
+        call converts its input) hits the cache and a changed style misses it. At most 8 styles are kept.
+        """
+        cache = getattr(self, "_target_cache", None)
+        if not isinstance(cache, dict):
+            cache = self._target_cache = {}
+        array = style.detach().cpu().contiguous().numpy()
+        key = hashlib.blake2b(repr((array.shape, array.dtype.str)).encode() + array.tobytes()).digest()
+        if key not in cache:
+            if len(cache) >= 8:
+                cache.pop(next(iter(cache)))
+            cache[key] = style_targets(self.bank, style)
+        return cache[key]
 
     @property
     def denoiser(self) -> Denoiser:
@@ -194,8 +206,12 @@ class StyleRoutePipeline(DiffusionPipeline):
         anchor, noise2 = torch.cat([small, small]), torch.cat([noise, noise])
         x = den.scheduler.add_noise(init, noise2, ts[:1])
         x0 = init
-        for t in ts:
-            x, x0 = self._step(x, t, anchor, style, route, noise2, None, None, guidance=True)
+        fixed = self._fixed(anchor, style, route)
+        for index, t in enumerate(ts):
+            last = index == len(ts) - 1  # only x0-hat of the last step is used: no DDIM update after it
+            x, x0 = self._step(
+                x, t, anchor, style, route, noise2, None, None, guidance=True, fixed=fixed, update=not last
+            )
         return upsample((x0[:b] - x0[b:]).abs().mean(1, keepdim=True).detach(), content.shape[-2:])[:, 0]
 
     def route_inputs(self, content: Any, style: Any, generator: torch.Generator | None = None) -> RouteInputs:
@@ -224,6 +240,20 @@ class StyleRoutePipeline(DiffusionPipeline):
         )
 
     # ---------------------------------------------------------------- how
+    def _fixed(self, content: torch.Tensor, style: torch.Tensor, route: torch.Tensor) -> dict[str, Any]:
+        """What every step of one run reuses: the guided rows, their route per bank layer, the style's
+        Grams, the content's luminance gradients and its low-pass (all fixed while sampling)."""
+        cfg = self.route_config
+        active = route.reshape(route.shape[0], -1).amax(1) > 0  # rows with r = 0 get no guidance
+        rows = None if bool(active.all()) else active.nonzero()[:, 0]
+        guided = route if rows is None else route[rows]
+        fixed: dict[str, Any] = {"rows": rows, "any": bool(active.any())}
+        if fixed["any"] and cfg.use_guidance and cfg.guidance_scale > 0:
+            fixed["weights"] = route_weights(self.bank, guided)
+            fixed["targets"] = self._targets(style)
+            fixed["content_gradients"] = luminance_gradients(content if rows is None else content[rows])
+        return fixed
+
     def _step(
         self,
         x: torch.Tensor,
@@ -235,25 +265,45 @@ class StyleRoutePipeline(DiffusionPipeline):
         labels: torch.Tensor | None,
         region_r: torch.Tensor | None,
         guidance: bool,
+        fixed: dict[str, Any] | None = None,
+        update: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One DDIM step with x0-hat guidance, conflict projection and ILVR; returns (x_prev, x0-hat)."""
+        """One DDIM step with x0-hat guidance, conflict projection and ILVR; returns (x_prev, x0-hat).
+
+        ``fixed``: :meth:`_fixed` of this run (computed here when None). Guidance runs on the rows whose
+        route is not all zero (their r-weighted step is exactly zero otherwise), the content gradient in
+        closed form (:func:`guidance.content_gradient`). ``update=False`` returns ``(x, x0-hat)`` without the
+        DDIM update and ILVR (the probes' last step, whose x is not used).
+        """
         cfg, den = self.route_config, self.denoiser
         with torch.no_grad():
             output = den(x, t)
         x0 = den.split(output, x, t)[0]
-        if guidance and cfg.use_guidance and cfg.guidance_scale > 0 and float(route.max()) > 0:
-            x0_var = x0.detach().requires_grad_(True)
-            loss = style_loss(self.bank, x0_var, style, route, self._targets(style))
+        if guidance and cfg.use_guidance and cfg.guidance_scale > 0:
+            fixed = self._fixed(content, style, route) if fixed is None else fixed
+        if guidance and cfg.use_guidance and cfg.guidance_scale > 0 and fixed["any"]:
+            rows = fixed["rows"]
+            x0_rows = x0 if rows is None else x0[rows]
+            x0_var = x0_rows.detach().requires_grad_(True)
+            route_rows = route if rows is None else route[rows]
+            loss = style_loss(self.bank, x0_var, style, route_rows, fixed["targets"], fixed["weights"])
             g_style = torch.autograd.grad(loss.sum(), x0_var)[0]
             g_style = rms_normalise(g_style)
             if cfg.use_projection and labels is not None and region_r is not None:
-                x0_var = x0.detach().requires_grad_(True)
-                g_content = torch.autograd.grad(content_loss(x0_var, content).sum(), x0_var)[0]
-                g_style = project_conflicts(g_style, g_content, labels, region_r, cfg.projection_threshold)
+                g_content = content_gradient(x0_rows.detach(), fixed["content_gradients"])
+                row_labels = labels if rows is None else labels[rows]
+                row_r = region_r if rows is None else region_r[rows]
+                g_style = project_conflicts(g_style, g_content, row_labels, row_r, cfg.projection_threshold)
             # a manifold-preserving step on x0-hat, annealed with the noise level sqrt(1 - alpha_bar_t)
             step_size = cfg.guidance_scale * float((1 - den.alpha_bar(t)).sqrt())
-            x0 = (x0 - step_size * route * g_style).detach()
+            if rows is None:
+                x0 = (x0 - step_size * route * g_style).detach()
+            else:
+                x0 = x0.detach().clone()
+                x0[rows] = x0[rows] - step_size * route_rows * g_style
             output = den.compose(x0, x, t)
+        if not update:
+            return x, x0
         x = den.scheduler.step(output, t, x).prev_sample
         step = den.scheduler.config.num_train_timesteps // den.scheduler.num_inference_steps
         t_prev = int(t) - step
@@ -362,6 +412,7 @@ class StyleRoutePipeline(DiffusionPipeline):
         controller = None
         if cfg.attention_injection:
             controller = self._record_attention(c, s, ts, route)
+        fixed = self._fixed(c, s, route)
         try:
             for t in ts:
                 pending = (t > t0) | ~started_ever
@@ -372,7 +423,7 @@ class StyleRoutePipeline(DiffusionPipeline):
                     callback(int(t), x, pending, forward)
                 if controller is not None:
                     controller.set(mode="inject", timestep=int(t), weights=route[:, 0])
-                x, _ = self._step(x, t, c, s, route, noise, labels, region_r, guidance=True)
+                x, _ = self._step(x, t, c, s, route, noise, labels, region_r, guidance=True, fixed=fixed)
         finally:
             if controller is not None:
                 controller.__exit__()

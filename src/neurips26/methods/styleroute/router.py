@@ -18,6 +18,7 @@ A user mask overrides r(x) wherever it is finite.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,46 @@ def region_means(values: np.ndarray, labels: np.ndarray, n_regions: int) -> np.n
     flat = labels.reshape(-1)
     counts = np.bincount(flat, minlength=n_regions)
     return np.bincount(flat, values.reshape(-1), minlength=n_regions) / np.maximum(counts, 1)
+
+
+def region_histograms(labels: np.ndarray, codes: np.ndarray, n_regions: int, n_bins: int) -> np.ndarray:
+    """Counts ``(R, n_bins)`` of integer ``codes`` per region (one bincount over label * n_bins + code)."""
+    flat = labels.reshape(-1).astype(np.int64) * n_bins + codes.reshape(-1)
+    return np.bincount(flat, minlength=n_regions * n_bins).reshape(n_regions, n_bins).astype(float)
+
+
+_LAB_BINS = np.linspace(-1, 1, 7)
+_STYLE_TILE_CACHE: dict[bytes, np.ndarray] = {}
+
+
+def lab_codes(image: np.ndarray) -> np.ndarray:
+    """Each pixel's bin ``0..215`` of a 6x6x6 Lab histogram (L/50 - 1, a/64, b/64 on 6 bins of [-1, 1])."""
+    from skimage.color import rgb2lab
+
+    lab = rgb2lab(image) / np.array([50.0, 64.0, 64.0]) - np.array([1.0, 0.0, 0.0])
+    q = np.clip(np.digitize(lab, _LAB_BINS) - 1, 0, 5)
+    return q[..., 0] * 36 + q[..., 1] * 6 + q[..., 2]
+
+
+def style_tile_histograms(style: np.ndarray) -> np.ndarray:
+    """Normalised 216-bin Lab histograms ``(tiles, 216)`` of the style's tiles (side ``max(8, h // 6)``).
+
+    They depend on the style alone, so they are cached by a digest of its pixels (at most 8 styles).
+    """
+    style = np.ascontiguousarray(style)
+    key = hashlib.blake2b(repr((style.shape, style.dtype.str)).encode() + style.tobytes()).digest()
+    if key not in _STYLE_TILE_CACHE:
+        tile = max(8, style.shape[0] // 6)
+        s_codes = lab_codes(style)
+        tiles = [
+            s_codes[i : i + tile, j : j + tile].reshape(-1)
+            for i in range(0, style.shape[0] - tile + 1, tile)
+            for j in range(0, style.shape[1] - tile + 1, tile)
+        ]
+        if len(_STYLE_TILE_CACHE) >= 8:
+            _STYLE_TILE_CACHE.pop(next(iter(_STYLE_TILE_CACHE)))
+        _STYLE_TILE_CACHE[key] = np.stack([np.bincount(t, minlength=216) / len(t) for t in tiles])
+    return _STYLE_TILE_CACHE[key]
 
 
 def region_adjacency(labels: np.ndarray, n_regions: int) -> np.ndarray:
@@ -143,14 +184,12 @@ class RegionRouter:
         self, content: np.ndarray, style: np.ndarray, labels: np.ndarray
     ) -> dict[str, np.ndarray]:
         """Per-region LBP entropy, high-frequency energy ratio and compatibility with the style."""
-        from skimage.color import rgb2lab
         from skimage.feature import local_binary_pattern
 
         n = int(labels.max()) + 1
         gray = content.mean(2)
         codes = local_binary_pattern((gray * 255).astype(np.uint8), 8, 1, method="uniform").astype(int)
-        hist = np.zeros((n, 10))
-        np.add.at(hist, (labels.reshape(-1), codes.reshape(-1)), 1.0)
+        hist = region_histograms(labels, codes, n, 10)
         p = hist / np.maximum(hist.sum(1, keepdims=True), 1)
         entropy = -(p * np.log(np.where(p > 0, p, 1))).sum(1)
         high = gray - gaussian_filter(gray, 1.5)
@@ -160,24 +199,9 @@ class RegionRouter:
         fine = region_means(high**2, labels, n)
         hf_ratio = fine / (fine + 4.0 * region_means(gx**2 + gy**2, labels, n) + 1e-4)
         # style compatibility: -min chi^2 between the region's Lab histogram and the style's tiles' histograms
-        bins = np.linspace(-1, 1, 7)
-
-        def lab_codes(image: np.ndarray) -> np.ndarray:
-            lab = rgb2lab(image) / np.array([50.0, 64.0, 64.0]) - np.array([1.0, 0.0, 0.0])
-            q = np.clip(np.digitize(lab, bins) - 1, 0, 5)
-            return q[..., 0] * 36 + q[..., 1] * 6 + q[..., 2]
-
-        region_hist = np.zeros((n, 216))
-        np.add.at(region_hist, (labels.reshape(-1), lab_codes(content).reshape(-1)), 1.0)
+        region_hist = region_histograms(labels, lab_codes(content), n, 216)
         region_hist /= region_hist.sum(1, keepdims=True)
-        tile = max(8, style.shape[0] // 6)
-        s_codes = lab_codes(style)
-        tiles = [
-            s_codes[i : i + tile, j : j + tile].reshape(-1)
-            for i in range(0, style.shape[0] - tile + 1, tile)
-            for j in range(0, style.shape[1] - tile + 1, tile)
-        ]
-        tile_hist = np.stack([np.bincount(t, minlength=216) / len(t) for t in tiles])
+        tile_hist = style_tile_histograms(style)
         num = (region_hist[:, None] - tile_hist[None]) ** 2
         chi2 = (num / (region_hist[:, None] + tile_hist[None] + 1e-12)).sum(2) / 2
         return {"lbp_entropy": entropy, "high_frequency": hf_ratio, "style_compatibility": -chi2.min(1)}
