@@ -89,9 +89,10 @@ def test_lazy_greedy_equals_naive_greedy(seed: int, n: int, lam: float, k: int) 
     lam=st.sampled_from([0.0, 0.3, 0.5, 1.0]),
     distinct=st.floats(0.05, 1.0),
     batch=st.sampled_from([1, 2, 32]),
+    exact=st.booleans(),
 )
 def test_lazy_greedy_equals_naive_greedy_with_duplicates_and_tied_utilities(
-    seed: int, n: int, k: int, lam: float, distinct: float, batch: int
+    seed: int, n: int, k: int, lam: float, distinct: float, batch: int, exact: bool
 ) -> None:
     """Exact duplicate items and utilities on a 3-level grid make exact ties; the pool is large enough
     for the batch doubling and the full refresh after the first pick to run."""
@@ -100,7 +101,24 @@ def test_lazy_greedy_equals_naive_greedy_with_duplicates_and_tied_utilities(
     centres = rng.normal(size=(max(1, int(distinct * n)), 4))
     sim = rbf_similarity(centres[rng.integers(0, len(centres), n)])
     objective = SubsetObjective(rng.integers(0, 3, n) / 2.0, sim, lam, k / n)
-    assert lazy_greedy(objective, k, batch=batch) == naive_greedy(objective, k)
+    # exact: full passes in float64 instead of float32 bounds
+    assert lazy_greedy(objective, k, batch=batch, float32_bounds=not exact) == naive_greedy(objective, k)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lazy_greedy_float32_bounds_keep_exact_ties(seed: int) -> None:
+    """Rows that are permutations of one row tie exactly in float64, while their float32 sums (the
+    bounds of the two full passes) land on either side of the exact value: without the rounding bound
+    the lowest index is missed (bounds = raw float32 sums fail 2 of these 8 seeds)."""
+    rng = np.random.default_rng(seed)
+    n = 200
+    base = rng.random(n).astype(np.float32)
+    sim = np.stack([rng.permutation(base) for _ in range(n)])
+    for lam in (0.0, 0.5):
+        objective = SubsetObjective(np.ones(n), sim, lam, 5 / n)
+        assert lazy_greedy(objective, 5) == naive_greedy(objective, 5)
+    objective = SubsetObjective(np.ones(n), sim.astype(np.float64), 0.3, 3 / n)  # exact passes
+    assert lazy_greedy(objective, 3) == naive_greedy(objective, 3)
 
 
 def test_lazy_greedy_equals_naive_greedy_with_ties() -> None:

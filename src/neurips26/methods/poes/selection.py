@@ -82,19 +82,40 @@ class SubsetObjective:
         return self.lam * utility + (1.0 - self.lam) * self.coverage_scale * fl
 
 
-def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int]:
-    """Greedy maximisation of F with lazy (Minoux 1978) marginal-gain updates; returns k item indices.
+def _float32_upper_bounds(
+    sums: np.ndarray, lam_utility: np.ndarray, scale: float, covered: float, n: int
+) -> np.ndarray:
+    """Upper bounds on the exact (float64) gains from float32 row sums of max(sim, coverage) >= 0.
 
-    Submodularity makes a gain computed at an earlier step an upper bound on the current one. Each step
-    refreshes the ``batch`` largest bounds in one vectorised call, then refreshes, again in one call, every
-    stale item whose bound still reaches the best refreshed gain (if there are more than twice the batch,
-    only the largest of them, with the batch doubled); it stops when no stale bound reaches the best fresh
-    gain, so that item is the greedy choice. Right after the first pick (which raises the coverage of
-    almost every column) a quarter of the pool still reaching the best refreshed gain triggers one full
-    refresh instead of a doubling sequence. The next step's batch is the number of rows this step
-    refreshed, clipped to [16, 64]. Bounds live in one array (no Python heap). Refreshed gains use the
-    exact float operations of :meth:`SubsetObjective.gains`, and ties break to the lowest index as
-    ``argmax`` does in plain greedy, so the subset equals plain greedy's.
+    A float32 sum of n non-negative terms, in any order, is within gamma_n = n u / (1 - n u) (relative)
+    of the true sum (u = 2^-24; Higham, *Accuracy and Stability of Numerical Algorithms*, sec. 4.2), so
+    the true sum is at most sums / (1 - gamma_n); the 1e-9 relative term covers float64 rounding in
+    :meth:`SubsetObjective.gains`.
+    """
+    u = float(np.finfo(np.float32).eps) / 2.0
+    gamma = n * u / (1.0 - n * u)
+    total = sums.astype(np.float64) / (1.0 - gamma)
+    slack = 1e-9 * (np.abs(lam_utility) + scale * (total + covered))
+    return lam_utility + scale * (total - covered) + slack
+
+
+def lazy_greedy(
+    objective: SubsetObjective, k: int, batch: int = 32, float32_bounds: bool = True
+) -> list[int]:
+    """Greedy maximisation of F with lazy (Minoux 1978) marginal-gain bounds; returns k item indices.
+
+    Every item keeps an upper bound on its current marginal gain: an exact gain from an earlier step
+    (submodularity: gains only fall), or a float32 estimate widened by its rounding bound. Each step
+    evaluates exactly, in one vectorised call, the ``batch`` items with the largest bounds, then every
+    item whose bound still reaches the best exact gain (more than twice the batch: only the largest, the
+    batch doubled), until no bound reaches it: that item is the greedy choice. Two full passes cannot be
+    avoided on a dense facility location (at the first step every gain is unknown; the first pick raises
+    the coverage of almost every column, so nearly every bound is too high at the second); those two
+    passes compute float32 bounds (no float64 accumulation) and only their contenders get exact gains.
+    Exact gains use the float operations of :meth:`SubsetObjective.gains` and ties break to the lowest
+    index, as ``argmax`` does in plain greedy, so the subset equals plain greedy's. Bounds live in one
+    array (no Python heap). Float32 bounds need a float32 similarity; other dtypes, or
+    ``float32_bounds=False``, take exact full passes (same subset, slower).
     """
     n = len(objective.utility)
     if not 1 <= k <= n:
@@ -104,37 +125,52 @@ def lazy_greedy(objective: SubsetObjective, k: int, batch: int = 32) -> list[int
     sim = objective.similarity
     lam_utility = objective.lam * objective.utility  # the terms of SubsetObjective.gains, same floats
     scale = (1.0 - objective.lam) * objective.coverage_scale
+    screen = float32_bounds and sim.dtype == np.float32
     coverage = np.zeros(n, dtype=sim.dtype)
-    bound = objective.gains(coverage)  # step 0: every bound is fresh
+    covered = 0.0
+    if screen:  # step 0: sum_j max(sim_ij, 0); a non-negative similarity needs no max
+        sums = sim.sum(axis=1) if float(sim.min()) >= 0.0 else np.maximum(sim, 0).sum(axis=1)
+        bound = _float32_upper_bounds(sums, lam_utility, scale, 0.0, n)
+        stale = np.ones(n, dtype=bool)
+    else:
+        bound = objective.gains(coverage)
+        stale = np.zeros(n, dtype=bool)
     alive = np.ones(n, dtype=bool)
-    chosen = [int(np.argmax(bound))]
-    while len(chosen) < k:
-        top = chosen[-1]
-        bound[top] = -np.inf
-        alive[top] = False
-        np.maximum(coverage, sim[top], out=coverage)
-        covered = coverage.sum(dtype=np.float64)
-        stale = alive.copy()
+    chosen: list[int] = []
+    while True:
         live = n - len(chosen)
         size = min(batch, live)
         rows = np.argpartition(bound, n - size)[n - size :]
-        best, refreshed = -np.inf, 0
+        rows = rows[stale[rows]]  # empty only at an exact step 0 (every bound fresh)
+        best, full_done = -np.inf, False
         while rows.size:
             fl = np.maximum(sim[rows], coverage).sum(axis=1, dtype=np.float64) - covered
             values = lam_utility[rows] + scale * fl
             bound[rows] = values
             stale[rows] = False
-            refreshed += rows.size
             best = max(best, float(values.max()))
-            rows = np.flatnonzero((bound >= best) & stale)  # stale items that may still match or beat best
-            if 4 * rows.size >= live and (len(chosen) == 1 or 4 * size >= live):
-                rows = np.flatnonzero(stale)  # most bounds are stale and too high: one full refresh
+            rows = np.flatnonzero((bound >= best) & stale)  # may still match or beat the best exact gain
+            if 4 * rows.size >= live and not full_done and (len(chosen) == 1 or 4 * size >= live):
+                full_done = True  # most bounds are stale and too high: one full pass
+                if screen:
+                    sums = np.maximum(sim, coverage).sum(axis=1)
+                    upper = _float32_upper_bounds(sums, lam_utility, scale, covered, n)
+                    np.copyto(bound, upper, where=stale)
+                    rows = np.flatnonzero((bound >= best) & stale)  # the contenders
+                else:
+                    rows = np.flatnonzero(stale)
             elif rows.size > 2 * size:
                 size *= 2
                 rows = rows[np.argpartition(bound[rows], rows.size - size)[rows.size - size :]]
-        chosen.append(int(np.argmax(bound)))  # no stale bound reaches the max: first index among fresh ties
-        batch = min(max(refreshed, 16), 64)
-    return chosen
+        top = int(np.argmax(bound))  # no stale bound reaches the max: first index among exact ties
+        chosen.append(top)
+        if len(chosen) == k:
+            return chosen
+        bound[top] = -np.inf
+        alive[top] = False
+        np.maximum(coverage, sim[top], out=coverage)
+        covered = coverage.sum(dtype=np.float64)
+        stale = alive.copy()
 
 
 def bounded_swaps(
