@@ -385,15 +385,17 @@ EXPERIMENT = Experiment(
         ),
         "semireal": Profile(
             "semireal",
-            budget_s=1050,
+            budget_s=920,
             seeds=5,
-            # B and C, every system, at the default fine-tuning budget (250 steps, the full profile's 400
-            # and its longer mini-SWaT are what make full cost an hour); measured: 1,0xx s on one core
+            # B and C, every system, 5 seeds, at the default fine-tuning budget (250 steps); measured:
+            # 280 cells (120 n/a on C), 919 s of cell compute on one core of the shared machine
             grid={"benchmark": (*SEMI_REAL, *NO_STATES)},
         ),
         "full": Profile(
             "full",
-            budget_s=3600,
+            # not run: estimated from default (mini-SWaT 8k/6k steps, 250 fine-tuning steps: 65 s a seed) and
+            # semireal (919 s), scaled to 400 steps, 20k/10k steps and the 5 extra systems on mini-SWaT
+            budget_s=2300,
             seeds=5,
             overrides={"n_train": 20_000, "n_test": 10_000, "n_steps": 400},
             grid={"benchmark": BENCHMARKS},
