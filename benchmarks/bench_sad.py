@@ -29,7 +29,6 @@ from neurips26.methods.sad.search import synthesize
 from neurips26.methods.sad.training import (
     encode_records,
     paired_rewards,
-    subgoal_reward,
     train_sad,
     train_supervised,
 )
@@ -109,21 +108,72 @@ def bench_updates(repeats: int, steps: int = 5) -> None:
     sc, st = data.context.index(rows), data.statement[rows]
     t_rew = best_of(lambda: paired_rewards(synth, sc, pair[:64], pair[64:], st), repeats)
     both = sc.index(torch.cat([rows, rows]))
-    t_two = best_of(
-        lambda: [
-            subgoal_reward(synth, both.index(torch.arange(64) + o), pair[o : o + 64], st) for o in (0, 64)
-        ],
-        repeats,
-    )
+
+    @torch.no_grad()
+    def padded_two_passes() -> None:  # the first implementation: padded rows, one pass per subgoal set
+        for o in (0, 64):
+            block = tok.chunk_subgoal_tokens(pair[o : o + 64], sc.state.shape[1])
+            synth.log_probs(both.index(torch.arange(64) + o), block, packed=False).gather(1, st[:, None])
+
+    t_two = best_of(padded_two_passes, repeats)
     t_old = best_of(
         lambda: _generate_uncached(dec, torch.cat([context, context]), greedy, generator), repeats
     )
     same = float((pair[:64] == pair[64:]).all(1).float().mean())
+    live = float((sc.state != tok.PAD).float().mean())
     print(
-        f"  SAD parts: rollouts (sample + greedy, one encoder pass, KV cache) {1e3 * t_gen:.0f} ms "
-        f"(uncached full-prefix decoding: {1e3 * t_old:.0f} ms); frozen-synthesizer rewards in one pass "
-        f"{1e3 * t_rew:.0f} ms (two separate passes: {1e3 * t_two:.0f} ms; {same:.0%} of samples equal "
-        f"the greedy decode and are not rescored)"
+        f"  SAD parts: rollouts (sample + greedy, one encoder pass, KV cache, shared packed memory) "
+        f"{1e3 * t_gen:.0f} ms (uncached full-prefix decoding: {1e3 * t_old:.0f} ms); frozen-synthesizer "
+        f"rewards in one packed pass {1e3 * t_rew:.0f} ms (padded, two passes: {1e3 * t_two:.0f} ms; "
+        f"{live:.0%} of state tokens are live; {same:.0%} of samples equal the greedy decode and are not "
+        f"rescored)"
+    )
+    _update_parts(dec, synth, data, repeats)
+
+
+def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps: int = 5) -> None:
+    """Wall time of each part of a SAD update vs an SL update on the same batches."""
+    from collections import defaultdict
+
+    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage, supervised_loss
+
+    config = SADConfig(batch_size=64)
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        parts: dict[str, float] = defaultdict(float)
+        model = copy.deepcopy(dec)
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+        generator = torch.Generator().manual_seed(0)
+        for rows in batch_indices(len(data), 64, steps, 0):
+            t = time.perf_counter()
+            context, n = data.decomposer_input(rows), len(rows)
+            encoded = model.encode(context)
+            parts["encode"] += time.perf_counter() - t
+            t = time.perf_counter()
+            pair = model.generate(context, torch.arange(2 * n) >= n, generator, repeat=2, encoded=encoded)
+            parts["rollouts"] += time.perf_counter() - t
+            t = time.perf_counter()
+            r_s, r_g = paired_rewards(
+                synth, data.context.index(rows), pair[:n], pair[n:], data.statement[rows]
+            )
+            parts["rewards"] += time.perf_counter() - t
+            t = time.perf_counter()
+            sup = supervised_loss(model, context, data.subgoal_seq[rows], encoded)
+            parts["L_sup decode"] += time.perf_counter() - t
+            t = time.perf_counter()
+            logp, entropy = model.sequence_stats(context, pair[:n], encoded)
+            loss, _ = sad_loss(sup, logp, entropy, scst_advantage(r_s, r_g), config)
+            parts["policy decode"] += time.perf_counter() - t
+            t = time.perf_counter()
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            parts["backward + step"] += time.perf_counter() - t
+        for k, v in parts.items():
+            best[k] = min(best.get(k, float("inf")), v / steps)
+    print(
+        "  SAD update parts (ms, best of runs): " + ", ".join(f"{k} {1e3 * v:.0f}" for k, v in best.items())
     )
 
 

@@ -12,7 +12,7 @@ import torch
 
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
-from neurips26.methods.sad.models import Decomposer, Synthesizer
+from neurips26.methods.sad.models import Decomposer, Synthesizer, layout_positions, length_buckets
 from neurips26.methods.sad.relations import relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.training import (
@@ -276,3 +276,94 @@ def test_relation_features_by_hand():
         synth.relations = None
         off = synth.log_probs(tensors.context, tensors.subgoal_block)
     assert not torch.allclose(on, off)
+
+
+def _padded_log_probs(synth: Synthesizer, context, target: torch.Tensor) -> torch.Tensor:
+    """The synthesizer as first written: one encoder pass over the padded ``state + target`` rows (no
+    packing, no length buckets); the reference the packed fast path must reproduce."""
+    n, e, s = context.state.shape
+    d = synth.d_model
+    seq = torch.cat([context.state, target], dim=2).reshape(n * e, -1)
+    pad = seq == tok.PAD
+    pos = layout_positions(s, target.shape[2])
+    hidden = synth.encoder(synth.embed(seq) + synth.position(pos), src_key_padding_mask=pad)
+    hidden = hidden.reshape(n, e, -1, d)
+    live = (~pad).reshape(n, e, -1, 1).float()
+    mean_h = (hidden * live).sum(2) / live.sum(2).clamp(min=1)
+    h = synth.pool(torch.cat([hidden[:, :, s], mean_h], -1)).mean(1)
+    var_index = context.var_pos.clamp(min=0)
+    var_h = torch.gather(hidden, 2, var_index[..., None].expand(-1, -1, -1, d)).mean(1)
+    rel = synth.relations(relation_features(context.state, target)).mean(1)
+    var_h = var_h + torch.nn.functional.pad(rel, (0, 0, 0, var_h.shape[1] - rel.shape[1]))
+    fe = synth.function_embed.weight
+    func = synth.function_score(torch.nn.functional.gelu(h[:, None] + fe[None])).squeeze(-1)
+    q = synth.arg_query(torch.nn.functional.gelu(synth.arg_hidden(h)[:, None] + fe[None])).reshape(
+        n, -1, 2, d
+    )
+    args = torch.einsum("nfjd,nvd->nfjv", q, var_h) / math.sqrt(d)
+    rows = torch.arange(n)[:, None]
+    logits = func[:, synth.cand_function] + args[rows, synth.cand_function, 0, synth.cand_arg0]
+    second = args[rows, synth.cand_function, 1, synth.cand_arg1.clamp(min=0)]
+    logits = logits + torch.where(synth.cand_arg1 >= 0, second, torch.zeros_like(second))
+    return torch.log_softmax(logits.masked_fill(~synth.type_mask(context.kinds), float("-inf")), -1)
+
+
+def test_packed_synthesizer_and_fast_rewards_equal_the_padded_reference():
+    """The fast path (live tokens packed, rows bucketed by length, sample and greedy in one frozen pass)
+    computes the reward R(O) = log p(GT statement | context, O) of the padded one-pass synthesizer."""
+    tasks = sample_tasks(np.random.default_rng(11), 70, (1, 2, 3, 4))
+    big = encode_records(step_records(tasks))
+    assert len(length_buckets(big.context.state.reshape(-1, big.context.state.shape[2]) == tok.PAD)) >= 2
+    torch.manual_seed(0)
+    synth = Synthesizer(d_model=32, heads=4, layers=2, ff=64).eval()
+    dec = tiny_decomposer(6)
+    n = len(big)
+    with torch.no_grad():
+        pair = dec.generate(
+            big.decomposer_input(), torch.arange(2 * n) >= n, torch.Generator().manual_seed(1), repeat=2
+        )
+        for subgoal in (pair[:n], pair[n:], big.subgoal_seq):
+            block = tok.chunk_subgoal_tokens(subgoal, big.context.state.shape[1])
+            reference = _padded_log_probs(synth, big.context, block)
+            fast = synth.log_probs(big.context, block)
+            finite = torch.isfinite(reference)
+            assert torch.equal(finite, torch.isfinite(fast))
+            torch.testing.assert_close(fast[finite], reference[finite], rtol=1e-5, atol=1e-5)
+            unpacked = synth.log_probs(big.context, block, packed=False)  # the package's reference path
+            torch.testing.assert_close(unpacked[finite], reference[finite], rtol=1e-5, atol=1e-5)
+        reference_reward = _padded_log_probs(
+            synth, big.context, tok.chunk_subgoal_tokens(pair[:n], big.context.state.shape[1])
+        ).gather(1, big.statement[:, None])[:, 0]
+    reward_sample, _ = paired_rewards(synth, big.context, pair[:n], pair[n:], big.statement)
+    torch.testing.assert_close(reward_sample, reference_reward, rtol=1e-5, atol=1e-5)
+    # training sees the same function: gradients flow through the packed path
+    lp = synth.log_probs(big.context.index(torch.arange(8)), big.subgoal_block[:8])
+    lp.gather(1, big.statement[:8, None]).sum().backward()
+    assert synth.embed.weight.grad is not None and float(synth.embed.weight.grad.abs().sum()) > 0
+
+
+def test_inverse_cdf_sampling_follows_the_distribution():
+    probs = torch.tensor([[0.0, 0.2, 0.0, 0.5, 0.3]]).expand(20_000, -1)
+    draws = Decomposer.sample_tokens(probs, torch.Generator().manual_seed(0))
+    freq = torch.bincount(draws, minlength=5).float() / len(draws)
+    assert freq[0] == 0 and freq[2] == 0  # zero-probability tokens are never drawn
+    torch.testing.assert_close(freq, probs[0], atol=0.015, rtol=0)
+    # idea off: a uniform draw over the vocabulary would not match
+    assert not torch.allclose(torch.full((5,), 0.2), probs[0], atol=0.015)
+
+
+def test_compacted_memory_and_shared_groups_decode_like_the_full_memory(data):
+    """Cached decoding over the packed memory with a shared group (sample + greedy of one context) gives
+    the logits of the uncompacted, repeated memory."""
+    dec = tiny_decomposer(7)
+    context = data.decomposer_input()
+    with torch.no_grad():
+        memory, pad = dec.encode(context)
+        prefix = torch.cat([torch.full_like(data.subgoal_seq[:, :1], tok.BOS), data.subgoal_seq], 1)[:, :8]
+        full = dec.decode(memory, pad, prefix)
+        cache = dec.start_cache(memory, pad, group=2)
+        assert cache["cross"][0][0].shape[3] < memory.shape[1]  # padding columns were dropped
+        doubled = prefix.repeat_interleave(2, 0)
+        stepped = torch.stack([dec.decode_step(doubled[:, t], cache) for t in range(prefix.shape[1])], 1)
+    torch.testing.assert_close(stepped[::2], full, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(stepped[1::2], full, rtol=1e-4, atol=1e-4)

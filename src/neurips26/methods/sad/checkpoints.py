@@ -33,11 +33,14 @@ WEIGHTS_DIR = Path(__file__).parent / "weights"
 class BundleSpec:
     """What a checkpoint bundle is trained on and for how long."""
 
-    num_train_tasks: int = 8000
+    num_train_tasks: int = 8000  # the decomposers' (and the no-decomposition synthesizer's) tasks
+    synth_train_tasks: int = 16000  # the synthesizer's: the first num_train_tasks of them and more
     train_lengths: tuple[int, ...] = (1, 2, 3, 4)
     d_model: int = 64
     relations: bool = True  # the synthesizer's relation features (models.relation_features)
-    synth_steps: int = 1500
+    synth_steps: int = 3000
+    synth_cosine: bool = True  # the synthesizer's learning rate decays to 0 (half a cosine)
+    log_every: int = 500  # held-out synthesizer accuracy every this many steps (0: only at the end)
     nodec_steps: int = 1000
     decomposer_steps: int = 1000
     finetune: SADConfig = field(default_factory=SADConfig)
@@ -50,7 +53,9 @@ SIZES = {
     "default": BundleSpec(),
     "smoke": BundleSpec(
         num_train_tasks=300,
+        synth_train_tasks=300,
         synth_steps=60,
+        log_every=0,
         decomposer_steps=60,
         finetune=SADConfig(steps=8),
         finetune_seeds=(0,),
@@ -76,36 +81,68 @@ def _held_out(decomposer: Decomposer, synth: Synthesizer, held) -> str:
     return f"reward {float(reward):.3f}, GT match {float(match):.3f}"
 
 
-def build_bundle(spec: BundleSpec, log=print) -> dict:
-    """Sample the training data and train every model of a bundle (see the module doc)."""
+def build_bundle(spec: BundleSpec, log=print, reuse: dict[str, dict] | None = None) -> dict:
+    """Sample the training data and train every model of a bundle (see the module doc); ``reuse`` maps
+    model names (``no_decomposition``, ``sl_base``, ``sl/<seed>``) to state dicts taken as trained
+    (see :func:`reusable`)."""
     start = time.perf_counter()
     rng = np.random.default_rng(spec.data_seed)
-    tasks = sample_tasks(rng, spec.num_train_tasks, spec.train_lengths)
-    data = encode_records(step_records(tasks))
-    log(f"data: {len(tasks)} tasks, {len(data)} step records ({time.perf_counter() - start:.0f} s)")
-    torch.manual_seed(spec.data_seed)
-    synth = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
-    h = train_synthesizer(synth, data, "subgoal", spec.synth_steps, spec.batch_size, seed=0)
-    log(f"synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    # the sampler draws sequentially: the first num_train_tasks tasks are those of a smaller draw
+    tasks = sample_tasks(rng, max(spec.num_train_tasks, spec.synth_train_tasks), spec.train_lengths)
+    data = encode_records(step_records(tasks[: spec.num_train_tasks]))
+    synth_data = encode_records(step_records(tasks[: spec.synth_train_tasks]))
+    log(
+        f"data: {len(tasks)} tasks, {len(data)} decomposer / {len(synth_data)} synthesizer step records "
+        f"({time.perf_counter() - start:.0f} s)"
+    )
+    reuse = reuse or {}
     held = encode_records(
         step_records(sample_tasks(np.random.default_rng(spec.data_seed + 1), 200, spec.train_lengths))
     )
-    with torch.no_grad():
-        top = synth.log_probs(held.context, held.subgoal_block).topk(3, dim=1).indices
-    hit = top == held.statement[:, None]
-    log(
-        f"synthesizer given GT subgoals on held-out steps: top-1 {hit[:, 0].float().mean():.3f}, "
-        f"top-3 {hit.any(1).float().mean():.3f}"
+    torch.manual_seed(spec.data_seed)
+    synth = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
+
+    def accuracy(step: int) -> None:
+        if step + 1 == spec.synth_steps or (spec.log_every and (step + 1) % spec.log_every == 0):
+            synth.eval()
+            with torch.no_grad():
+                top = synth.log_probs(held.context, held.subgoal_block).topk(3, dim=1).indices
+            synth.train()
+            hit = top == held.statement[:, None]
+            log(
+                f"synthesizer step {step + 1}, given GT subgoals on held-out steps: top-1 "
+                f"{hit[:, 0].float().mean():.3f}, top-3 {hit.any(1).float().mean():.3f} "
+                f"({time.perf_counter() - start:.0f} s)"
+            )
+
+    h = train_synthesizer(
+        synth,
+        synth_data,
+        "subgoal",
+        spec.synth_steps,
+        spec.batch_size,
+        seed=0,
+        on_step=accuracy,
+        cosine=spec.synth_cosine,
     )
+    log(f"synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
     nodec = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
-    h = train_synthesizer(nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1)
-    log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    if "no_decomposition" in reuse:
+        nodec.load_state_dict({k: v.float() for k, v in reuse["no_decomposition"].items()})
+        log("no-decomposition synthesizer: reused")
+    else:
+        h = train_synthesizer(nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1)
+        log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
     base = Decomposer(d_model=spec.d_model, ff=2 * spec.d_model)
-    h = train_supervised(base, data, spec.decomposer_steps, spec.batch_size, seed=2)
-    log(
-        f"SL decomposer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s); "
-        f"held-out {_held_out(base, synth, held)}"
-    )
+    if "sl_base" in reuse:
+        base.load_state_dict({k: v.float() for k, v in reuse["sl_base"].items()})
+        log(f"SL decomposer: reused; held-out {_held_out(base, synth, held)}")
+    else:
+        h = train_supervised(base, data, spec.decomposer_steps, spec.batch_size, seed=2)
+        log(
+            f"SL decomposer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s); "
+            f"held-out {_held_out(base, synth, held)}"
+        )
     bundle = {
         "spec": {**asdict(spec), "finetune": asdict(spec.finetune)},
         "synthesizer": _half(synth),
@@ -127,6 +164,11 @@ def build_bundle(spec: BundleSpec, log=print) -> dict:
         }
         for name, fit in runs.items():
             model = copy.deepcopy(base)
+            if f"{name}/{seed}" in reuse:
+                model.load_state_dict({k: v.float() for k, v in reuse[f"{name}/{seed}"].items()})
+                log(f"seed {seed} {name}: reused; held-out {_held_out(model, synth, held)}")
+                bundle["finetuned"][f"{name}/{seed}"] = _half(model)
+                continue
             h = fit(model)
             log(
                 f"seed {seed} {name}: sup {h.mean('sup'):.3f} "
@@ -136,6 +178,23 @@ def build_bundle(spec: BundleSpec, log=print) -> dict:
             bundle["finetuned"][f"{name}/{seed}"] = _half(model)
     log(f"total {time.perf_counter() - start:.0f} s")
     return bundle
+
+
+def reusable(old: dict, spec: BundleSpec) -> dict[str, dict]:
+    """The models of bundle ``old`` that ``spec`` would train identically (same data, sizes, steps and
+    seeds; none of them reads the synthesizer): the no-decomposition synthesizer, the SL decomposer and
+    its SL-continued fine-tunes. Anything trained against the synthesizer (SAD, RL-only) is retrained."""
+    before, now = old["spec"], {**asdict(spec), "finetune": asdict(spec.finetune)}
+    shared = ("num_train_tasks", "train_lengths", "d_model", "batch_size", "data_seed")
+    same = lambda *keys: all(list(np.atleast_1d(before.get(k))) == list(np.atleast_1d(now[k])) for k in keys)  # noqa: E731
+    out: dict[str, dict] = {}
+    if same(*shared, "relations", "nodec_steps"):
+        out["no_decomposition"] = old["no_decomposition"]
+    if same(*shared, "decomposer_steps"):
+        out["sl_base"] = old["sl_base"]
+        if before["finetune"] == now["finetune"]:
+            out.update({k: v for k, v in old["finetuned"].items() if k.startswith("sl/")})
+    return out
 
 
 def load_bundle(path: str | Path) -> dict:
@@ -174,9 +233,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(WEIGHTS_DIR))
     parser.add_argument("--size", choices=sorted(SIZES), default="default")
+    parser.add_argument(
+        "--reuse",
+        default=None,
+        help="an existing bundle whose synthesizer-independent models (no-decomposition synthesizer, SL "
+        "decomposer, SL fine-tunes) are kept when their training settings are unchanged",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
-    bundle = build_bundle(SIZES[args.size])
+    spec = SIZES[args.size]
+    reuse = reusable(load_bundle(args.reuse), spec) if args.reuse else None
+    if reuse is not None:
+        print(f"reusing {sorted(reuse)} from {args.reuse}")
+    bundle = build_bundle(spec, reuse=reuse)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"sad_{args.size}.pt"

@@ -42,6 +42,33 @@ def layout_positions(state_width: int, target_width: int, device: torch.device |
     return torch.cat([state, target])
 
 
+def pack_live(pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Pack every row's live (non-padding) positions of ``pad [R, L]`` to the front.
+
+    Returns ``order [R, W]`` (original position of each packed slot, ``W`` = the most live positions of
+    any row), the packed padding mask ``[R, W]`` and ``new_index [R, L]`` (packed slot of each original
+    live position). An encoder over the packed rows computes exactly what it computes over the padded
+    ones at every live position (positions are embedded before packing; padded keys get weight
+    ``exp(-inf) = 0``) for a fraction of the tokens: our states are ~70 % padding.
+    """
+    live = ~pad
+    order = torch.argsort(pad.to(torch.int8), dim=1, stable=True)
+    width = max(int(live.sum(1).max()), 1) if pad.numel() else 1
+    order = order[:, :width]
+    new_index = (torch.cumsum(live.long(), 1) - 1).clamp(min=0)
+    return order, pad.gather(1, order), new_index
+
+
+def length_buckets(pad: torch.Tensor, rows_per_bucket: int = 128, max_buckets: int = 3) -> list[torch.Tensor]:
+    """Rows of ``pad [R, L]`` split into up to ``max_buckets`` groups of similar live length (sorted by
+    it), so that packing (:func:`pack_live`) pads each group only to its own longest row. Each row's
+    result does not depend on its group (its padded keys get zero weight)."""
+    count = max(1, min(max_buckets, pad.shape[0] // rows_per_bucket))
+    if count == 1:
+        return [torch.arange(pad.shape[0], device=pad.device)]
+    return list(torch.argsort((~pad).sum(1), stable=True).chunk(count))
+
+
 MAX_SUBGOAL_TOKENS = 3 * tok.VALUE_TOKENS + 3  # three list values, two separators, EOS
 
 
@@ -139,10 +166,11 @@ class Synthesizer(nn.Module):
         return ok0 & ok1
 
     def components(
-        self, context: SynthContext, target: torch.Tensor
+        self, context: SynthContext, target: torch.Tensor, packed: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The parts of every candidate's logit: ``func [N, F]``, ``args [N, F, 2, V]`` and the type mask
-        ``[N, C]``. ``target`` is ``[N, E, 1 + TARGET_TOKENS]`` (``OUT`` then the target's tokens)."""
+        ``[N, C]``. ``target`` is ``[N, E, 1 + TARGET_TOKENS]`` (``OUT`` then the target's tokens).
+        ``packed=False`` runs the encoder over the padded rows (the reference the packed path equals)."""
         _check_tokens("state", context.state, self.vocab_size)
         _check_tokens("target", target, self.vocab_size)
         n, e, s = context.state.shape
@@ -151,16 +179,33 @@ class Synthesizer(nn.Module):
             raise ValueError(f"state of {s} tokens exceeds {tok.state_width(10)} (ten variables)")
         pad = seq == tok.PAD
         pos = layout_positions(s, target.shape[2], seq.device)
-        hidden = self.encoder(self.embed(seq) + self.position(pos), src_key_padding_mask=pad)
-        hidden = hidden.reshape(n, e, -1, self.d_model)
-        target_h = hidden[:, :, s]  # the OUT token
-        live = (~pad).reshape(n, e, -1, 1).float()
-        mean_h = (hidden * live).sum(2) / live.sum(2).clamp(min=1)
-        h = self.pool(torch.cat([target_h, mean_h], -1)).mean(1)  # [N, d]
-        var_index = context.var_pos.clamp(min=0)
-        var_h = torch.gather(hidden, 2, var_index[..., None].expand(-1, -1, -1, self.d_model)).mean(
-            1
-        )  # [N, V, d]
+        x = self.embed(seq) + self.position(pos)
+        if packed:  # live tokens only, rows in buckets of similar length (see pack_live, length_buckets)
+            new_index = (torch.cumsum((~pad).long(), 1) - 1).clamp(min=0)  # packed slot of each live token
+            buckets = length_buckets(pad)
+        else:
+            new_index = torch.arange(seq.shape[1], device=seq.device).expand_as(seq)
+            buckets = [torch.arange(n * e, device=seq.device)]
+        var_index = new_index.gather(1, context.var_pos.clamp(min=0).reshape(n * e, -1))  # absent: masked
+        out_index = new_index[:, s]  # the OUT token
+        pooled, var_pooled, rows = [], [], []
+        for bucket in buckets:
+            order, packed_pad, _ = (
+                pack_live(pad[bucket]) if packed else (new_index[bucket], pad[bucket], None)
+            )
+            hidden = self.encoder(
+                x[bucket].gather(1, order[..., None].expand(-1, -1, self.d_model)),
+                src_key_padding_mask=packed_pad,
+            )
+            live = (~packed_pad)[..., None].float()
+            target_h = hidden.gather(1, out_index[bucket, None, None].expand(-1, 1, self.d_model))[:, 0]
+            mean_h = (hidden * live).sum(1) / live.sum(1).clamp(min=1)
+            pooled.append(torch.cat([target_h, mean_h], -1))
+            var_pooled.append(hidden.gather(1, var_index[bucket, :, None].expand(-1, -1, self.d_model)))
+            rows.append(bucket)
+        inverse = torch.argsort(torch.cat(rows))
+        h = self.pool(torch.cat(pooled)[inverse].reshape(n, e, -1)).mean(1)  # [N, d]
+        var_h = torch.cat(var_pooled)[inverse].reshape(n, e, -1, self.d_model).mean(1)  # [N, V, d]
         if self.relations is not None:
             rel = self.relations(relation_features(context.state, target)).mean(1)  # [N, V', d]
             var_h = var_h + nn.functional.pad(rel, (0, 0, 0, var_h.shape[1] - rel.shape[1]))
@@ -171,9 +216,10 @@ class Synthesizer(nn.Module):
         args = torch.einsum("nfjd,nvd->nfjv", q, var_h) / math.sqrt(self.d_model)
         return func, args, self.type_mask(context.kinds)
 
-    def log_probs(self, context: SynthContext, target: torch.Tensor) -> torch.Tensor:
-        """``[N, C]`` log p(candidate | state, target) over all candidates; masked ones are ``-inf``."""
-        func, args, mask = self.components(context, target)
+    def log_probs(self, context: SynthContext, target: torch.Tensor, packed: bool = True) -> torch.Tensor:
+        """``[N, C]`` log p(candidate | state, target) over all candidates; masked ones are ``-inf``
+        (``packed``: see :meth:`components`)."""
+        func, args, mask = self.components(context, target, packed)
         n = func.shape[0]
         rows = torch.arange(n, device=func.device)[:, None]
         logits = func[:, self.cand_function]
@@ -270,26 +316,40 @@ class Decomposer(nn.Module):
         return self.decode(memory, pad, torch.cat([bos, target[:, :-1]], 1))
 
     @staticmethod
-    def _attend(
+    def _cross_attend(
         attn: nn.MultiheadAttention,
         query: torch.Tensor,
         key: torch.Tensor,
         value: torch.Tensor,
-        bias: torch.Tensor | None = None,
+        bias: torch.Tensor,
     ) -> torch.Tensor:
-        """``attn`` for one query position ``[N, 1, d]`` over the cached keys ``[N, H, d/H, M]`` (transposed)
-        and values ``[N, H, M, d/H]``; ``bias [N, 1, 1, M]`` is 0 or ``-inf`` (padding). Plain
-        matrix products: for a single query they beat the fused CPU attention kernel several times."""
-        n, length, d = query.shape
-        heads = attn.num_heads
-        q = nn.functional.linear(query, attn.in_proj_weight[:d], attn.in_proj_bias[:d])
-        q = q.reshape(n * heads, 1, d // heads) / math.sqrt(d // heads)  # one query position
-        scores = torch.bmm(q, key.view(n * heads, d // heads, -1)).view(n, heads, 1, -1)
-        if bias is not None:
-            scores = scores + bias
-        probs = torch.softmax(scores, -1).view(n * heads, 1, -1)
-        out = torch.bmm(probs, value.view(n * heads, -1, d // heads))  # [N*H, 1, d/H]
-        return attn.out_proj(out.view(n, length, d))
+        """``attn`` for one query position per row, ``query [N*G, 1, d]``, where the ``G`` consecutive rows
+        ``n*G .. n*G+G-1`` share memory row ``n``: cached keys ``[N, H, d/H, M]`` (transposed), values
+        ``[N, H, M, d/H]``, ``bias [N, 1, 1, M]`` (0 or ``-inf`` for padding). The ``G`` queries of a memory
+        row go through one matrix product (sample and greedy rollouts, or a beam, share the memory):
+        for single queries, plain batched products beat the fused CPU attention kernel several times."""
+        rows, _, d = query.shape
+        n, heads, dh, m = key.shape
+        g = rows // n
+        q = nn.functional.linear(query, attn.in_proj_weight[:d], attn.in_proj_bias[:d]) / math.sqrt(dh)
+        q = q.view(n, g, heads, dh).transpose(1, 2).reshape(n * heads, g, dh)
+        scores = torch.bmm(q, key.view(n * heads, dh, m)).view(n, heads, g, m) + bias
+        probs = torch.softmax(scores, -1).view(n * heads, g, m)
+        out = torch.bmm(probs, value.view(n * heads, m, dh)).view(n, heads, g, dh)
+        return attn.out_proj(out.transpose(1, 2).reshape(rows, 1, d))
+
+    @staticmethod
+    def _self_attend(
+        attn: nn.MultiheadAttention, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+    ) -> torch.Tensor:
+        """Causal self-attention of the newest position, ``query [N, H, d/H]`` (projected and scaled),
+        over the cached keys ``[N, H, d/H, L]`` and values ``[N, H, L, d/H]`` (L <= the subgoal length):
+        broadcast products, which beat thousands of tiny batched matrix products here."""
+        n, heads, dh = query.shape
+        scores = (query.unsqueeze(-1) * key).sum(2)  # [N, H, L]
+        probs = torch.softmax(scores, -1)
+        out = (probs.unsqueeze(-1) * value).sum(2)  # [N, H, d/H]
+        return attn.out_proj(out.reshape(n, 1, heads * dh))
 
     @staticmethod
     def _project(attn: nn.MultiheadAttention, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -300,9 +360,22 @@ class Decomposer(nn.Module):
         k, v = kv.reshape(n, m, 2, attn.num_heads, d // attn.num_heads).unbind(2)
         return k.permute(0, 2, 3, 1).contiguous(), v.transpose(1, 2).contiguous()
 
-    def start_cache(self, memory: torch.Tensor, memory_pad: torch.Tensor) -> dict:
+    @staticmethod
+    def compact_memory(memory: torch.Tensor, memory_pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The memory's live positions packed to the front (:func:`pack_live`). Exact for attention over
+        keys: their order does not matter (positions were added before the encoder) and padded keys get
+        weight ``exp(-inf) = 0``; only the float summation order changes."""
+        order, packed_pad, _ = pack_live(memory_pad)
+        return memory.gather(1, order[..., None].expand(-1, -1, memory.shape[2])), packed_pad
+
+    def start_cache(self, memory: torch.Tensor, memory_pad: torch.Tensor, group: int = 1) -> dict:
         """A key/value cache for :meth:`decode_step`: every decoder layer's cross-attention keys and
-        values of ``memory`` (computed once) and empty self-attention histories."""
+        values of ``memory`` (computed once, on the compacted memory, see :meth:`compact_memory`) and empty
+        self-attention histories. ``group`` rows decode per memory row: rows ``n*group .. n*group+group-1``
+        read memory row ``n`` (a beam, or a sample and a greedy rollout) without repeating it."""
+        if group < 1:
+            raise ValueError(f"group must be >= 1, got {group}")
+        memory, memory_pad = self.compact_memory(memory, memory_pad)
         layers = self.transformer.decoder.layers
         return {
             "cross": [self._project(layer.multihead_attn, memory) for layer in layers],
@@ -311,17 +384,30 @@ class Decomposer(nn.Module):
             )[:, None, None, :],
             "self": [None] * len(layers),
             "length": 0,
+            "group": group,
         }
 
     @staticmethod
     def reorder_cache(cache: dict, rows: torch.Tensor) -> dict:
-        """The cache of rows ``rows`` (beam search keeps its surviving hypotheses)."""
-        pick = lambda kv: tuple(t[rows] for t in kv)  # noqa: E731
+        """The cache of rows ``rows`` (beam search keeps its surviving hypotheses). Rows that stay inside
+        their memory group keep the shared cross-attention cache; any other reordering expands it."""
+        g = cache["group"]
+        length = cache["length"]
+        selfs = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in cache["self"]]
+        same_group = len(rows) == g * cache["mask"].shape[0] and bool(
+            (
+                torch.div(rows, g, rounding_mode="floor") == torch.arange(len(rows), device=rows.device) // g
+            ).all()
+        )
+        if same_group:
+            return {**cache, "self": selfs}
+        memory_rows = torch.div(rows, g, rounding_mode="floor")
         return {
-            "cross": [pick(kv) for kv in cache["cross"]],
-            "mask": cache["mask"][rows],
-            "self": [None if kv is None else pick(kv) for kv in cache["self"]],
-            "length": cache["length"],
+            "cross": [tuple(t[memory_rows] for t in kv) for kv in cache["cross"]],
+            "mask": cache["mask"][memory_rows],
+            "self": selfs,
+            "length": length,
+            "group": 1,
         }
 
     def decode_step(self, token: torch.Tensor, cache: dict) -> torch.Tensor:
@@ -330,23 +416,45 @@ class Decomposer(nn.Module):
         Equal (to float rounding) to the last position of :meth:`decode` over the whole prefix, but each
         step costs one position instead of the prefix length: the norm-first decoder layers are unrolled
         with the self-attention keys/values of earlier positions and the memory's cross-attention
-        keys/values kept (``nn.TransformerDecoder`` has no such cache).
+        keys/values kept (``nn.TransformerDecoder`` has no such cache). Self-attention histories live in
+        buffers that grow in chunks, so a step writes one column instead of copying the history.
         """
-        position = torch.full_like(token, cache["length"])
+        t = cache["length"]
+        position = torch.full_like(token, t)
         x = (self.embed(token) + self.position(position))[:, None]  # [N, 1, d]
         for i, layer in enumerate(self.transformer.decoder.layers):
-            h = layer.norm1(x)
-            k, v = self._project(layer.self_attn, h)
-            if cache["self"][i] is not None:
-                k = torch.cat([cache["self"][i][0], k], 3)
-                v = torch.cat([cache["self"][i][1], v], 2)
-            cache["self"][i] = (k, v)
-            x = x + self._attend(layer.self_attn, h, k, v)
-            x = x + self._attend(layer.multihead_attn, layer.norm2(x), *cache["cross"][i], cache["mask"])
+            attn = layer.self_attn
+            heads = attn.num_heads
+            dh = self.d_model // heads
+            qkv = nn.functional.linear(layer.norm1(x)[:, 0], attn.in_proj_weight, attn.in_proj_bias)
+            q, k, v = qkv.view(-1, 3, heads, dh).unbind(1)  # [N, H, d/H] each, one projection
+            buf = cache["self"][i]
+            if buf is None or buf[0].shape[3] <= t:
+                grow = 32
+                kb = k.new_zeros((k.shape[0], heads, dh, t + grow))
+                vb = v.new_zeros((v.shape[0], heads, t + grow, dh))
+                if buf is not None:
+                    kb[..., :t] = buf[0][..., :t]
+                    vb[:, :, :t] = buf[1][:, :, :t]
+                buf = cache["self"][i] = (kb, vb)
+            buf[0][..., t] = k
+            buf[1][:, :, t] = v
+            x = x + self._self_attend(attn, q / math.sqrt(dh), buf[0][..., : t + 1], buf[1][:, :, : t + 1])
+            x = x + self._cross_attend(
+                layer.multihead_attn, layer.norm2(x), *cache["cross"][i], cache["mask"]
+            )
             x = x + layer.linear2(layer.activation(layer.linear1(layer.norm3(x))))
         cache["length"] += 1
         norm = self.transformer.decoder.norm
         return self.head(norm(x) if norm is not None else x)[:, 0]
+
+    @staticmethod
+    def sample_tokens(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One token per row of ``probs [N, V]`` by inverse-CDF sampling (one uniform draw per row; the
+        same distribution as ``torch.multinomial(probs, 1)``, several times cheaper on CPU)."""
+        cdf = probs.cumsum(-1)
+        u = torch.rand(probs.shape[0], 1, generator=generator, device=probs.device) * cdf[:, -1:]
+        return (cdf <= u).sum(-1).clamp(max=probs.shape[1] - 1)
 
     @torch.no_grad()
     def generate(
@@ -362,32 +470,35 @@ class Decomposer(nn.Module):
         """Decode ``[repeat * N, max_len]`` subgoal tokens (PAD after EOS), greedily or by sampling, with
         a key/value cache; ``greedy`` may be a ``[repeat * N]`` bool tensor choosing per row. ``repeat``
         decodes each context several times (row ``r * N + i`` reads context ``i``) from one encoder
-        pass; ``encoded`` reuses ``encode(context)`` (detached here)."""
+        pass and one cross-attention cache; ``encoded`` reuses ``encode(context)`` (detached here)."""
         memory, pad = self.encode(context) if encoded is None else (encoded[0].detach(), encoded[1])
-        if repeat > 1:
-            memory, pad = memory.repeat(repeat, 1, 1), pad.repeat(repeat, 1)
         n = memory.shape[0]
-        greedy_rows = torch.as_tensor(greedy, dtype=torch.bool).expand(n)
-        cache = self.start_cache(memory, pad)
-        nxt = torch.full((n,), tok.BOS, dtype=torch.long, device=context.device)
-        done = torch.zeros(n, dtype=torch.bool, device=context.device)
+        rows = n * repeat
+        # internally row i * repeat + r (the rows of one context are adjacent and share its memory)
+        to_internal = torch.arange(rows, device=context.device).view(repeat, n).T.reshape(-1)
+        greedy_rows = torch.as_tensor(greedy, dtype=torch.bool, device=context.device).expand(rows)[
+            to_internal
+        ]
+        sampled_rows = torch.nonzero(~greedy_rows).squeeze(1)
+        cache = self.start_cache(memory, pad, group=repeat)
+        nxt = torch.full((rows,), tok.BOS, dtype=torch.long, device=context.device)
+        done = torch.zeros(rows, dtype=torch.bool, device=context.device)
         out = []
         for _ in range(max_len):
             logits = self.decode_step(nxt, cache)
             nxt = logits.argmax(-1)
-            if not bool(greedy_rows.all()):
-                probs = torch.softmax(logits / temperature, -1)
-                sampled = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-                nxt = torch.where(greedy_rows, nxt, sampled)
-            nxt = torch.where(done, torch.full_like(nxt, tok.PAD), nxt)
+            if len(sampled_rows):
+                probs = torch.softmax(logits[sampled_rows] / temperature, -1)
+                nxt[sampled_rows] = self.sample_tokens(probs, generator)
+            nxt = nxt.masked_fill(done, tok.PAD)
             out.append(nxt)
             done = done | (nxt == tok.EOS)
             if bool(done.all()):
                 break
         tokens = torch.stack(out, 1)
         if tokens.shape[1] < max_len:
-            tokens = torch.cat([tokens, tokens.new_full((n, max_len - tokens.shape[1]), tok.PAD)], 1)
-        return tokens
+            tokens = torch.cat([tokens, tokens.new_full((rows, max_len - tokens.shape[1]), tok.PAD)], 1)
+        return tokens.view(n, repeat, max_len).transpose(0, 1).reshape(rows, max_len)
 
     def sequence_stats(
         self,
@@ -419,7 +530,7 @@ class Decomposer(nn.Module):
         memory, pad = self.encode(context)
         n = context.shape[0]
         k = beam_size
-        cache = self.start_cache(memory.repeat_interleave(k, 0), pad.repeat_interleave(k, 0))
+        cache = self.start_cache(memory, pad, group=k)  # the k hypotheses of a context share its memory
         prefix = torch.full((n * k, 1), tok.BOS, dtype=torch.long, device=context.device)
         scores = torch.full((n, k), float("-inf"), device=context.device)
         scores[:, 0] = 0.0

@@ -13,6 +13,7 @@ feedback from a frozen synthesizer::
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -130,13 +131,18 @@ def train_synthesizer(
     lr: float = 1e-3,
     seed: int = 0,
     on_step: Callable[[int], None] | None = None,
+    cosine: bool = False,
 ) -> History:
     """Supervised CE of the GT statement given the state and the GT subgoal (``target="subgoal"``) or
-    the task output (``target="output"``, the no-decomposition baseline)."""
+    the task output (``target="output"``, the no-decomposition baseline); ``cosine`` decays the learning
+    rate from ``lr`` to 0 over the run (half a cosine)."""
     if target not in ("subgoal", "output"):
         raise ValueError(f"target must be 'subgoal' or 'output', got {target!r}")
     torch.manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: 0.5 * (1.0 + math.cos(math.pi * min(s, steps) / steps)) if cosine else 1.0
+    )
     history = History()
     start = time.perf_counter()
     model.train()
@@ -148,6 +154,7 @@ def train_synthesizer(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        schedule.step()
         history.rows.append({"loss": float(loss.detach())})
         if on_step:
             on_step(step)
