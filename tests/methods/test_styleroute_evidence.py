@@ -33,7 +33,7 @@ def _two_separate_probe_runs(pipe, content: torch.Tensor, style: torch.Tensor, s
     return (x0s[0] - x0s[1]).abs().mean(1)
 
 
-def test_batched_probes_equal_two_separate_runs() -> None:
+def test_probes_equal_two_separate_reference_runs() -> None:
     pipe = tiny_pipeline(probe_scale=1)
     content, style = to_tensor(images(0, batch=2)), to_tensor(images(1))
     batched = pipe.probes(content, style, torch.Generator().manual_seed(5))

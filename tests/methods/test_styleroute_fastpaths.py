@@ -24,6 +24,7 @@ from neurips26.methods.styleroute.guidance import (
     rms_normalise,
     route_weights,
     style_loss,
+    style_loss_and_gradient,
     style_targets,
 )
 from neurips26.methods.styleroute.pipeline import to_tensor
@@ -84,6 +85,22 @@ def test_cached_route_weights_give_the_same_style_loss() -> None:
     plain = style_loss(bank, x0, style, route)
     cached = style_loss(bank, x0, style, route, style_targets(bank, style), route_weights(bank, route))
     assert torch.equal(plain, cached)
+
+
+def test_closed_form_style_gradient_equals_autograd() -> None:
+    bank, g = GuidanceBank(), torch.Generator().manual_seed(3)
+    bank._doubled = [w.double() for w in bank._doubled]  # float64: compare the math, not the rounding
+    for shape in ((2, 3, 32, 32), (1, 3, 37, 29)):  # odd sides: the pooling drops a row / column
+        x0, style = torch.randn(shape, generator=g).double(), torch.randn(1, 3, 40, 40, generator=g).double()
+        route = torch.rand(shape[0], 1, *shape[-2:], generator=g).double()
+        targets, weights = style_targets(bank, style), route_weights(bank, route)
+        x0_var = x0.clone().requires_grad_(True)
+        loss = style_loss(bank, x0_var, style, route, targets, weights)
+        autograd = torch.autograd.grad(loss.sum(), x0_var)[0]
+        closed_loss, closed = style_loss_and_gradient(bank, x0, targets, weights)
+        assert float(autograd.abs().max()) > 1e-3
+        assert torch.allclose(closed_loss, loss.detach(), rtol=1e-12)
+        assert torch.allclose(closed, autograd, rtol=1e-10, atol=1e-14)
 
 
 def test_fast_step_equals_the_reference_step_with_projection_and_a_zero_route_row() -> None:

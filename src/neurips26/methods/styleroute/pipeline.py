@@ -42,7 +42,7 @@ from neurips26.methods.styleroute.guidance import (
     project_conflicts,
     rms_normalise,
     route_weights,
-    style_loss,
+    style_loss_and_gradient,
     style_targets,
 )
 from neurips26.methods.styleroute.router import RegionRouter, Routing
@@ -190,29 +190,28 @@ class StyleRoutePipeline(DiffusionPipeline):
     ) -> torch.Tensor:
         """Route disagreement |x0_protect - x0_inject| after ``probe_steps`` steps, one noise: ``(B, H, W)``.
 
-        protect: content, full ILVR anchoring, no guidance; inject: AdaIN'd content, full style guidance.
-        Both routes run as one batch of ``2B`` (route 0 rows get zero guidance and full ILVR, route 1 rows
-        full guidance and no ILVR, exactly as two separate runs would) on a grid downsampled by
-        ``probe_scale``; the map is upsampled to the content's size.
+        protect: content, full ILVR anchoring, no guidance; inject: AdaIN'd content, full style guidance;
+        both on a grid downsampled by ``probe_scale``, the map upsampled to the content's size. The two
+        routes run one after the other on ``B`` rows each: on one CPU thread a batch of ``2B`` through our
+        prior measured no faster, and up to ~25% slower at 96-128 px, than two batches of ``B``
+        (``benchmarks/bench_styleroute.py`` README table). Only x0-hat of the last step is used, so that
+        step skips its DDIM update.
         """
         cfg, den = self.route_config, self.denoiser
-        b = content.shape[0]
         small = to_grid(content, evidence_grid(content.shape[-2:], cfg.probe_scale))
         noise = randn_tensor(small.shape, generator=generator, dtype=small.dtype)
         ts = den.start_timesteps(cfg.num_inference_steps, cfg.probe_t)[: cfg.probe_steps]
-        ones = torch.ones_like(small[:, :1])
-        init = torch.cat([small, adain(small, style)])
-        route = torch.cat([0.0 * ones, ones])  # rows 0..B-1 protect, B..2B-1 inject
-        anchor, noise2 = torch.cat([small, small]), torch.cat([noise, noise])
-        x = den.scheduler.add_noise(init, noise2, ts[:1])
-        x0 = init
-        fixed = self._fixed(anchor, style, route)
-        for index, t in enumerate(ts):
-            last = index == len(ts) - 1  # only x0-hat of the last step is used: no DDIM update after it
-            x, x0 = self._step(
-                x, t, anchor, style, route, noise2, None, None, guidance=True, fixed=fixed, update=not last
-            )
-        return upsample((x0[:b] - x0[b:]).abs().mean(1, keepdim=True).detach(), content.shape[-2:])[:, 0]
+        x0s = []
+        for value, init in ((0.0, small), (1.0, adain(small, style))):  # protect, inject
+            route = torch.full_like(small[:, :1], value)
+            fixed = self._fixed(small, style, route)
+            x, x0 = den.scheduler.add_noise(init, noise, ts[:1]), init
+            for index, t in enumerate(ts):
+                x, x0 = self._step(
+                    x, t, small, style, route, noise, None, None, value > 0, fixed, update=index < len(ts) - 1
+                )
+            x0s.append(x0)
+        return upsample((x0s[0] - x0s[1]).abs().mean(1, keepdim=True).detach(), content.shape[-2:])[:, 0]
 
     def route_inputs(self, content: Any, style: Any, generator: torch.Generator | None = None) -> RouteInputs:
         """The budget-independent evidence (reuse it across budgets of one batch)."""
@@ -271,9 +270,10 @@ class StyleRoutePipeline(DiffusionPipeline):
         """One DDIM step with x0-hat guidance, conflict projection and ILVR; returns (x_prev, x0-hat).
 
         ``fixed``: :meth:`_fixed` of this run (computed here when None). Guidance runs on the rows whose
-        route is not all zero (their r-weighted step is exactly zero otherwise), the content gradient in
-        closed form (:func:`guidance.content_gradient`). ``update=False`` returns ``(x, x0-hat)`` without the
-        DDIM update and ILVR (the probes' last step, whose x is not used).
+        route is not all zero (their r-weighted step is exactly zero otherwise), the style and content
+        gradients in closed form (:func:`guidance.style_loss_and_gradient`,
+        :func:`guidance.content_gradient`). ``update=False`` returns ``(x, x0-hat)`` without the DDIM
+        update and ILVR (the probes' last step, whose x is not used).
         """
         cfg, den = self.route_config, self.denoiser
         with torch.no_grad():
@@ -284,10 +284,8 @@ class StyleRoutePipeline(DiffusionPipeline):
         if guidance and cfg.use_guidance and cfg.guidance_scale > 0 and fixed["any"]:
             rows = fixed["rows"]
             x0_rows = x0 if rows is None else x0[rows]
-            x0_var = x0_rows.detach().requires_grad_(True)
             route_rows = route if rows is None else route[rows]
-            loss = style_loss(self.bank, x0_var, style, route_rows, fixed["targets"], fixed["weights"])
-            g_style = torch.autograd.grad(loss.sum(), x0_var)[0]
+            _, g_style = style_loss_and_gradient(self.bank, x0_rows, fixed["targets"], fixed["weights"])
             g_style = rms_normalise(g_style)
             if cfg.use_projection and labels is not None and region_r is not None:
                 g_content = content_gradient(x0_rows.detach(), fixed["content_gradients"])
