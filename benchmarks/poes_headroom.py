@@ -15,16 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from neurips26.methods.poes.headroom import headroom_analysis, headroom_table, plot_headroom
+from neurips26.methods.poes.headroom import headroom_tables, plot_headroom
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-ANALYSES = (  # (gain over, headroom below full evaluation of)
-    ("best", "same"),  # the reading; shares the baseline's noise: label-swap null
-    ("best", "others"),  # the same gain, headroom on independent systems: shuffle null
-    ("random_minibatch", "fixed_random"),  # vs GEPA's / DSPy's default, headroom on the negative control
-)
 
 
 def main(profile: str = "default") -> Path:
@@ -33,9 +26,8 @@ def main(profile: str = "default") -> Path:
     figure = []
     for level in ("seed", "task"):
         print(f"\n### {level} level ({profile})\n")
-        rows = [headroom_analysis(result, versus=v, headroom=h, level=level) for v, h in ANALYSES]
-        tables = [headroom_table(stats).splitlines() for stats in rows]
-        print("\n".join(tables[0] + [line for table in tables[1:] for line in table[2:]]))
+        table, rows = headroom_tables(result, level=level)
+        print(table)
         if level == "seed":
             figure = rows[:2]
     out = plot_headroom(

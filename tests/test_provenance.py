@@ -1,20 +1,30 @@
 """Committed results are the only source of a README's numbers, and the tree keeps its shape.
 
 - every ``results/<slug>/<profile>.json`` is a valid result of that method and profile, with its command;
-- a method README's generated block equals what ``neurips26 report --readme`` makes from that file;
+- a method README's generated block equals what ``neurips26 report --readme`` makes from that file, and
+  so does every derived-analysis block (``<!-- analysis:NAME:PROFILE -->``) and its committed figure;
 - no import cycle inside the package; no Python file over 600 lines (one documented exception).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
+from neurips26.bench.experiment import Analysis
 from neurips26.bench.results import read_result
-from neurips26.registry import METHODS
-from neurips26.report import current_readme_block, readme_block
+from neurips26.registry import METHODS, get_spec
+from neurips26.report import (
+    analysis_block,
+    analysis_figure_link,
+    current_analysis_block,
+    current_readme_block,
+    readme_block,
+    refresh_analysis_blocks,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "neurips26"
@@ -98,6 +108,58 @@ def test_profile_markers_keep_blocks_apart(tmp_path: Path) -> None:
     text = readme.read_text()
     assert "old full" not in text and "\nold\n" in text  # only the full block changed
     assert current_readme_block(readme, "full") == readme_block(full)
+
+
+def _analysis_blocks() -> list:
+    found = []
+    for readme in sorted((PACKAGE / "methods").glob("*/README.md")):
+        text = readme.read_text(encoding="utf-8")
+        for name, profile in re.findall(r"<!-- analysis:(\w+):([\w-]+):start -->", text):
+            found.append(
+                pytest.param(readme.parent.name, name, profile, id=f"{readme.parent.name}-{name}-{profile}")
+            )
+    return found
+
+
+@pytest.mark.parametrize(("slug", "name", "profile"), _analysis_blocks())
+def test_readme_analysis_blocks_are_generated_from_the_committed_json(
+    slug: str, name: str, profile: str
+) -> None:
+    analyses = get_spec(slug).load_experiment().analyses
+    assert name in analyses, f"{slug}'s README shows analysis {name!r}, which its experiment does not define"
+    result = read_result(RESULTS / slug / f"{profile}.json")
+    readme = PACKAGE / "methods" / slug / "README.md"
+    analysis = analyses[name](result)
+    link = None
+    if analysis.figure is not None:
+        link = analysis_figure_link(readme, ROOT / "docs" / slug, name, profile)
+        assert (readme.parent / link).is_file(), f"{link} is not committed"
+    assert current_analysis_block(readme, name, profile) == analysis_block(
+        result, name, analysis.markdown, link
+    ), (
+        f"{readme}'s {name} ({profile}) block is stale: "
+        f"run `neurips26 report --readme {slug} --profile {profile}`"
+    )
+
+
+def test_analysis_blocks_are_refreshed_with_their_figure_and_nothing_else(tmp_path: Path) -> None:
+    result = read_result(sorted(RESULTS.glob("*/default.json"))[0])
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "a\n<!-- analysis:gap:default:start -->\nold\n<!-- analysis:gap:default:end -->\n"
+        "b\n<!-- analysis:gap:full:start -->\nold full\n<!-- analysis:gap:full:end -->\n"
+    )
+    drawn = []
+    analyses = {
+        "gap": lambda r: Analysis(f"cells: {len(r['cells'])}", figure=lambda path: drawn.append(path)),
+        "absent": lambda r: pytest.fail("an analysis without markers must not be computed"),
+    }
+    assert refresh_analysis_blocks(readme, result, analyses, tmp_path / "figs") == ["gap"]
+    text = readme.read_text()
+    assert "old full" in text and "\nold\n" not in text
+    assert f"cells: {len(result['cells'])}" in text
+    assert drawn == [tmp_path / "figs" / "gap_default.png"]
+    assert "](figs/gap_default.png)" in text
 
 
 def _module_name(path: Path) -> str:

@@ -27,6 +27,7 @@ PAPERS_DIR_CANDIDATES = (
     Path("shared/papers"),
 )
 RESULTS_ROOT = Path("results")  # committed results, relative to the repository root
+DOCS_ROOT = Path("docs")  # committed figures of derived analyses: docs/<slug>/<analysis>_<profile>.png
 
 
 class UsageError(Exception):
@@ -336,12 +337,25 @@ def _refresh_readmes(slugs: Sequence[str], profile: str) -> int:
             print(f"{slug}: no {path} (run: neurips26 run {slug} --profile {profile} --publish)")
             continue
         readme = method_readme(slug)
-        if refresh_method_readme(readme, read_result(path)):
+        result = read_result(path)
+        if refresh_method_readme(readme, result):
             print(f"{slug}: refreshed {readme} from {path}")
         else:
             start, _ = results_markers(profile)
             print(f"{slug}: {readme} has no {start} markers (add them where the {profile} results go)")
+        _refresh_analyses(slug, readme, result)
     return EXIT_OK
+
+
+def _refresh_analyses(slug: str, readme: Path, result: dict) -> None:
+    """Rewrite the README's derived-analysis blocks of this result (loads the experiment only if needed)."""
+    from neurips26.report import refresh_analysis_blocks
+
+    if "<!-- analysis:" not in readme.read_text(encoding="utf-8"):
+        return
+    analyses = _spec_or_usage_error(slug).load_experiment().analyses
+    for name in refresh_analysis_blocks(readme, result, analyses, DOCS_ROOT / slug):
+        print(f"{slug}: refreshed analysis {name!r} ({result['run_info']['profile']}) in {readme}")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

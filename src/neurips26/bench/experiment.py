@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from neurips26.core.config import apply_overrides
@@ -153,6 +154,22 @@ RunFunction = Callable[[Any, Any, Profile, int, Progress], Mapping[str, float]]
 
 
 @dataclass(frozen=True)
+class Analysis:
+    """A derived reading of a published result (e.g. "is the gain larger where baselines have headroom?"),
+    computed from the result's cells alone, so a README can show it as generated text, never pasted.
+
+    ``markdown``: the text shown in the README's ``<!-- analysis:NAME:PROFILE:start/end -->`` block (must
+    be deterministic: seed any permutation test). ``figure``: optional; called with a PNG path to draw.
+    """
+
+    markdown: str
+    figure: Callable[[Path], Any] | None = None
+
+
+AnalysisFunction = Callable[[Mapping[str, Any]], Analysis]
+
+
+@dataclass(frozen=True)
 class Experiment:
     """Everything the runner needs to evaluate one method against its baselines.
 
@@ -168,6 +185,8 @@ class Experiment:
     ours: the name of our system (the one drawn thicker in figures).
     pareto_x: optional cost metric (e.g. measured bits per weight); the report then also plots the
         headline metric against it, one curve per system (a Pareto figure).
+    analyses: name -> ``fn(result) -> Analysis``: derived readings of a published result that
+        ``neurips26 report --readme`` writes into the README's ``analysis:NAME:PROFILE`` blocks.
     devices: the torch devices ``run`` honours (``neurips26.core.device.default_device()``); a run asked
         for another device falls back to the first one listed and the cell records where it ran.
     """
@@ -182,6 +201,7 @@ class Experiment:
     ours: str
     pareto_x: str | None = None
     devices: tuple[str, ...] = ("cpu",)
+    analyses: Mapping[str, AnalysisFunction] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]
@@ -204,6 +224,11 @@ class Experiment:
             for profile_name in claim.profiles:
                 if profile_name not in self.profiles:
                     raise ValueError(f"{self.slug}: claim names unknown profile {profile_name!r}")
+        for name in self.analyses:
+            if not name.isidentifier():
+                raise ValueError(
+                    f"{self.slug}: analysis name {name!r} must be an identifier (it names markers)"
+                )
         for required in ("smoke", "default"):
             if required not in self.profiles:
                 raise ValueError(f"{self.slug}: profile {required!r} is required")

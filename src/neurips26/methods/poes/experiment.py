@@ -30,6 +30,7 @@ from neurips26.methods.poes.baselines import (
     SuccessiveHalving,
 )
 from neurips26.methods.poes.config import POESConfig
+from neurips26.methods.poes.headroom import headroom_readme_analysis
 from neurips26.methods.poes.simulator import ItemPool, RoundScheduler, SimulationSettings, simulate
 from neurips26.methods.poes.tier2 import Tier2Settings
 
@@ -271,6 +272,7 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
 
 EXPERIMENT = Experiment(
     slug="poes",
+    analyses={"headroom": headroom_readme_analysis},
     config_cls=POESExperimentConfig,
     claims=tier_claims(1) + tier_claims(2),
     metrics=(

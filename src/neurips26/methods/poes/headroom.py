@@ -29,6 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from neurips26.bench.experiment import Analysis
+
+# (gain over, headroom below full evaluation of) shown in the README and the benchmark script
+README_ANALYSES = (
+    ("best", "same"),  # the issue's reading; shares the baseline's noise: label-swap null
+    ("best", "others"),  # the same gain, headroom on independent systems: shuffle null
+    ("random_minibatch", "fixed_random"),  # vs GEPA's / DSPy's default, headroom on the negative control
+)
+
 
 @dataclass
 class HeadroomStats:
@@ -296,3 +305,23 @@ def plot_headroom(rows: Sequence[dict[int, HeadroomStats]], path: str | Path, ti
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
+
+
+def headroom_tables(
+    result: dict | str | Path, level: str = "seed"
+) -> tuple[str, list[dict[int, HeadroomStats]]]:
+    """One Markdown table holding every analysis of :data:`README_ANALYSES` at ``level``, and their stats."""
+    rows = [headroom_analysis(result, versus=v, headroom=h, level=level) for v, h in README_ANALYSES]
+    tables = [headroom_table(stats).splitlines() for stats in rows]
+    return "\n".join(tables[0] + [line for table in tables[1:] for line in table[2:]]), rows
+
+
+def headroom_readme_analysis(result: dict) -> Analysis:
+    """The experiment's ``headroom`` analysis: the seed-level table, and the figure of its first two rows
+    (what ``neurips26 report --readme poes --profile P`` writes into the README and ``docs/poes/``)."""
+    markdown, rows = headroom_tables(result, level="seed")
+    profile = result["run_info"]["profile"]
+    return Analysis(
+        markdown,
+        figure=lambda path: plot_headroom(rows[:2], path, title=f"POES gain vs headroom ({profile})"),
+    )
