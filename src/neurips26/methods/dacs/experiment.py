@@ -448,9 +448,10 @@ EXPERIMENT = Experiment(
         ),
         "full": Profile(
             "full",
-            # estimated, not measured: 8 synthetic settings x 3 strengths x 12 systems x 5 seeds = 1,440 cells
-            # at ~9 s (3k nodes) on one worker, plus 60 PyGDA cells (n/a without the files); far above the
-            # ~10 core-minutes this project can give it, so it has not been run
+            # estimated, not measured: 9 settings x 3 strengths x 12 systems x 5 seeds = 1,620 cells; the
+            # 1,440 synthetic ones at ~9 s (3k nodes) on one worker, the 180 PyGDA ones n/a without the files
+            # (120 of them anywhere: a real pair has no strength); far above the ~25 core-minutes a method
+            # gets here, so it has not been run (README: what the published profiles cover of it)
             budget_s=13000,
             seeds=5,
             overrides={"n_nodes": 3000},
