@@ -1,12 +1,14 @@
 """DACS accuracy vs shift strength: the figure and the paired gains, from the published ``strength`` profile.
 
-Reads ``results/dacs/strength.json`` (``neurips26 run dacs --profile strength --publish``), writes the
-three-panel figure (``results/dacs/strength.png``) and prints: each system's mean target accuracy on the
-feature_shift x structure_shift grid; DACS's paired gain (by seed, 95% t-interval) over DANN-GCN and over
-stages 1+3 (DACS without stage 2) at every point; and how much each gain grows from no structure shift
-to the strongest, per feature level.
+Reads ``results/dacs/strength.json`` (``neurips26 run dacs --profile strength --publish``) and prints:
+each system's mean target accuracy on the feature_shift x structure_shift grid; DACS's paired gain (by
+seed, 95% t-interval) over DANN-GCN and over stages 1+3 (DACS without stage 2) at every point; and how
+much each gain grows from no structure shift to the strongest, per feature level. ``--figure PATH``
+also draws the three-panel figure. The README's copy of the gains and the figure is the experiment's
+``strength`` analysis (``neurips26 report --readme dacs --profile strength`` writes it, the figure to
+``docs/dacs/strength_strength.png``).
 
-    python benchmarks/dacs_strength.py results/dacs/strength.json --figure results/dacs/strength.png
+    python benchmarks/dacs_strength.py results/dacs/strength.json
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ def _fmt(gain) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("result", nargs="?", default="results/dacs/strength.json")
-    parser.add_argument("--figure", default="results/dacs/strength.png")
+    parser.add_argument(
+        "--figure", default="", help="also draw the figure here (the README's is in docs/dacs/)"
+    )
     parser.add_argument("--metric", default="target_accuracy")
     parser.add_argument("--versus", nargs="+", default=["dann_gcn", "dacs_stage13"])
     args = parser.parse_args()
@@ -57,8 +61,9 @@ def main() -> None:
         for feature in features:
             print(f"    fs {feature:<4g} {_fmt(gain_growth(values, ours, other, feature, low, high))}")
 
-    path = strength_figure(result, args.figure, metric=args.metric, versus=tuple(args.versus))
-    print(f"\nfigure: {path}")
+    if args.figure:
+        path = strength_figure(result, args.figure, metric=args.metric, versus=tuple(args.versus))
+        print(f"\nfigure: {path}")
 
 
 if __name__ == "__main__":

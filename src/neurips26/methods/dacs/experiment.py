@@ -23,6 +23,7 @@ from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable,
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_in_range, check_int, check_positive
 from neurips26.methods.dacs.config import DACSConfig
+from neurips26.methods.dacs.figures import strength_analysis
 
 SETTINGS = ("none", "fs", "fcss", "fcss_score", "coupled", "coupled_score", "coupled_ls", "digits", "pygda")
 COUPLED = ("coupled", "coupled_score", "coupled_ls")
@@ -460,6 +461,7 @@ EXPERIMENT = Experiment(
     },
     run=run,
     ours="dacs",
+    analyses={"strength": strength_analysis},  # accuracy vs shift strength: paired gains + the figure
 )
 
 

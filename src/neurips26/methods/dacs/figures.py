@@ -191,3 +191,48 @@ def strength_figure(
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−") if np.isfinite(x) else "—"
+
+
+def gain_table(values: Mapping[tuple, Mapping[int, float]], ours: str, other: str) -> str:
+    """Markdown: ``ours - other`` (paired by seed, 95% t-interval) on the grid, rows feature levels,
+    columns structure levels, and the growth from the lowest structure level to the highest."""
+    features, structures = _levels(values, 1), _levels(values, 2)
+    low, high = structures[0], structures[-1]
+    header = (
+        f"| {FEATURE} \\ {STRUCTURE} | "
+        + " | ".join(f"{s:g}" for s in structures)
+        + f" | growth {low:g} → {high:g} |"
+    )
+    lines = [header, "|" + "---|" * (len(structures) + 2)]
+    for feature in features:
+        cells = []
+        for gain in [paired_gain(values, ours, other, feature, s) for s in structures] + [
+            gain_growth(values, ours, other, feature, low, high)
+        ]:
+            cells.append(f"{_signed(gain.mean)} [{_signed(gain.low)}, {_signed(gain.high)}]")
+        lines.append(f"| {feature:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def strength_analysis(result: Mapping[str, Any], versus: Sequence[str] = ("dann_gcn", "dacs_stage13")) -> Any:
+    """The experiment's ``strength`` analysis: DACS's paired gains on the shift grid and the figure
+    (``neurips26 report --readme dacs --profile strength`` writes both into the README and ``docs/dacs/``).
+    """
+    from neurips26.bench.experiment import Analysis
+
+    values = cell_values(result)
+    ours = result["run_info"]["ours"]
+    parts = [
+        f"Target accuracy of `{ours}` minus each baseline, paired by seed (mean [95% Student-t interval], "
+        f"{max(len(v) for v in values.values())} seeds); the last column is how much the gain grows "
+        "from the lowest structure shift to the highest at that feature level (paired by seed)."
+    ]
+    for other in versus:
+        parts.append(f"**{ours} − {other}**\n\n{gain_table(values, ours, other)}")
+    return Analysis(
+        "\n\n".join(parts), figure=lambda path: strength_figure(result, path, versus=tuple(versus))
+    )
