@@ -199,3 +199,52 @@ def test_amortised_variance_keeps_the_weights():
     a = np.asarray([r.alpha for r in every.logs[0]])[20:].mean(0)
     b = np.asarray([r.alpha for r in amortised.logs[0]])[20:].mean(0)
     assert a[1:].sum() > 0.3 and np.abs(a - b).sum() < 0.15  # measured: 0.49 and 0.07
+
+
+@pytest.mark.parametrize("every", [1, 4])
+def test_compiled_round_equals_the_numpy_path(data, every):
+    """The numba round (linear form) = the NumPy path (batched.py): weights, log and models, with a NaN
+    peer, a NaN target (targets 0 and 4; client 4 is poisoned) and amortised variance estimates."""
+    pytest.importorskip("numba")
+    from neurips26.methods.spcacw import core, kernels
+
+    assert kernels._FLOOR == core._VARIANCE_FLOOR
+    poisoned = type(data)(**{**data.__dict__, "x": data.x.clone()})
+    poisoned.x[4] = float("nan")
+    config = SPCACWConfig(lr=0.1, smoothness=40.0, variance_every=every)
+    common = {"rounds": 14, "batch": 8, "seed": 2, "targets": [0, 3, 4]}
+    fast = run_weighted(poisoned, MODEL, config, **common)
+    slow = run_weighted(poisoned, MODEL, config, compiled=False, **common)
+    torch.testing.assert_close(fast.theta, slow.theta, atol=1e-6, rtol=0)
+    for target in common["targets"]:
+        assert len(fast.logs[target]) == len(slow.logs[target]) == 14
+        for a, b in zip(fast.logs[target], slow.logs[target], strict=True):
+            for key in ("alpha", "bias_sq", "variance", "variance_terms"):
+                np.testing.assert_allclose(getattr(a, key), getattr(b, key), atol=1e-12, rtol=1e-12)
+            assert a.bound == pytest.approx(b.bound, abs=1e-12) and a.local_bound == b.local_bound
+            assert (a.better_off_alone, a.dropped) == (b.better_off_alone, b.dropped) and a.dropped == [4]
+    assert any(r.alpha[1] > 0 or r.alpha[2] > 0 for r in fast.logs[0])  # peers are weighted: not all Local
+    # a target without a valid update of its own never observes its peers: it keeps its model
+    assert all(r.better_off_alone for r in fast.logs[4])
+    torch.testing.assert_close(fast.theta[2], MODEL.init(1, torch.Generator().manual_seed(2))[0])
+
+
+def test_round_log_reads_like_a_list(data):
+    run = run_weighted(data, MODEL, SPCACWConfig(lr=0.1), rounds=5, batch=8, seed=0, targets=[0, 1])
+    log = run.logs[1]
+    assert len(log) == 5 and log[-1] == log[4] and [r.round for r in log[1:3]] == [1, 2]
+    assert list(log) == log[:] and log[0].round == 0
+    with pytest.raises(IndexError):
+        log[5]
+
+
+def test_sample_batch_draws_the_rows_of_take_along_dim():
+    """The flat gather draws exactly what per-client take_along_dim draws (same generator stream)."""
+    d = digits_federation(seed=0)
+    for batch in (1, 8, 32):
+        reference, ours = torch.Generator().manual_seed(batch), torch.Generator().manual_seed(batch)
+        for _ in range(3):
+            index = (torch.rand(d.n_clients, batch, generator=reference) * d.count[:, None]).long()
+            x, y = d.sample_batch(batch, ours)
+            assert torch.equal(x, torch.take_along_dim(d.x, index[..., None], dim=1))
+            assert torch.equal(y, torch.take_along_dim(d.y, index, dim=1))

@@ -134,11 +134,13 @@ class ClientData:
 
     def sample_batch(self, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(N, batch, 64) and (N, batch): every client's minibatch, drawn with replacement."""
-        u = torch.rand(self.n_clients, batch, generator=generator)
-        index = (u * self.count[:, None]).long()
-        x = torch.take_along_dim(self.x, index[..., None], dim=1)
-        y = torch.take_along_dim(self.y, index, dim=1)
-        return x, y
+        n, n_max = self.y.shape
+        u = torch.rand(n, batch, generator=generator)
+        # one gather from the flattened (N * n_max, ...) arrays (the rows take_along_dim picks, ~7x faster)
+        flat = ((u * self.count[:, None]).long() + torch.arange(0, n * n_max, n_max)[:, None]).view(-1)
+        x = self.x.reshape(n * n_max, *self.x.shape[2:]).index_select(0, flat)
+        y = self.y.reshape(-1).index_select(0, flat)
+        return x.view(n, batch, *self.x.shape[2:]), y.view(n, batch)
 
 
 def _transform(images: np.ndarray, labels: np.ndarray, concept: int, kind: str, perms: np.ndarray):

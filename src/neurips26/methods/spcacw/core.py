@@ -160,7 +160,8 @@ def solve_exact(
     or ``alpha_i = w_i lam (1 - zeta_i / tau)_+`` (squared form), so the support is the clients whose bias
     lies below a threshold: a prefix of the clients sorted by bias. For each prefix k the multiplier follows
     in closed form from ``sum alpha = 1``; the valid prefix is the one whose threshold separates client k
-    from client k+1.
+    from client k+1 (linear form: the last prefix whose client lies below its own multiplier). The weights
+    are formed in the clients' own order from the multiplier, so only the bias and variance are permuted.
 
     Parameters
     ----------
@@ -172,22 +173,24 @@ def solve_exact(
     -------
     alpha : (R, N) weights; threshold : (R,) zero-weight threshold in zeta^2 units (inf when all are active).
     """
+    rows = np.arange(variance.shape[0])[:, None]
     order = np.argsort(bias_sq, axis=1, kind="stable")
-    s = np.take_along_axis(variance, order, axis=1)
-    zsq = np.take_along_axis(bias_sq, order, axis=1)
-    w = 1.0 / (2.0 * scale * s)
-    cum_w = np.cumsum(w, axis=1)
-    rows = np.arange(variance.shape[0])
-    next_z = np.concatenate([zsq[:, 1:], np.full((zsq.shape[0], 1), np.inf)], axis=1)
+    w_all = 1.0 / (2.0 * scale * variance)
+    w = w_all[rows, order]
+    zsq = bias_sq[rows, order]
+    last = zsq.shape[1] - 1
     if bias_form == "linear":
-        # lam_k = (1 + sum_{j<=k} w_j zeta_j^2) / sum_{j<=k} w_j ; valid when zeta_k^2 < lam_k <= zeta_{k+1}^2
-        lam = (1.0 + np.cumsum(w * zsq, axis=1)) / cum_w
-        valid = (zsq < lam) & (lam <= next_z)
-        k = _first_true(valid)
-        lam_k = lam[rows, k]
-        alpha_sorted = w * np.maximum(lam_k[:, None] - zsq, 0.0)
-        threshold = np.where(k == zsq.shape[1] - 1, np.inf, lam_k)
+        # lam_k = (1 + sum_{j<=k} w_j zeta_j^2) / sum_{j<=k} w_j. The optimum's lam solves
+        # f(lam) = sum_i w_i (lam - zeta_i^2)_+ = 1 (f increasing), and zeta_k^2 < lam_k iff f(zeta_k^2) < 1
+        # iff zeta_k^2 < lam: the prefixes with zeta_k^2 < lam_k are exactly the support, so k = count - 1
+        lam = (1.0 + np.cumsum(w * zsq, axis=1)) / np.cumsum(w, axis=1)
+        k = np.count_nonzero(zsq < lam, axis=1) - 1  # >= 0: zeta_target^2 = 0 < lam_0
+        lam_k = lam[rows[:, 0], k]
+        alpha = w_all * np.maximum(lam_k[:, None] - bias_sq, 0.0)  # in the clients' own order
+        threshold = np.where(k == last, np.inf, lam_k)
     else:
+        cum_w = np.cumsum(w, axis=1)
+        next_z = np.concatenate([zsq[:, 1:], np.full((zsq.shape[0], 1), np.inf)], axis=1)
         zeta = np.sqrt(zsq)
         next_zeta = np.sqrt(next_z)
         cum_b = np.cumsum(w * zeta, axis=1)
@@ -197,17 +200,17 @@ def solve_exact(
             upper = np.where(np.isinf(next_zeta), np.inf, 2.0 * cum_b * next_zeta)
         valid = (2.0 * cum_b * zeta < one_plus) & (one_plus <= upper)
         k = _first_true(valid)
-        a_k, b_k, c_k = cum_w[rows, k], cum_b[rows, k], one_plus[rows, k]
+        r = rows[:, 0]
+        a_k, b_k, c_k = cum_w[r, k], cum_b[r, k], one_plus[r, k]
         lam_k = c_k / (a_k * c_k - 2.0 * b_k**2)  # A(1+2C) - 2B^2 >= A > 0 by Cauchy-Schwarz
         with np.errstate(divide="ignore"):
             tau = np.where(b_k > 0, c_k / (2.0 * b_k), np.inf)
-        ratio = np.where(np.isfinite(tau)[:, None], zeta / np.where(np.isfinite(tau), tau, 1.0)[:, None], 0.0)
-        alpha_sorted = w * lam_k[:, None] * np.maximum(1.0 - ratio, 0.0)
+        finite_tau = np.isfinite(tau)
+        ratio = np.where(finite_tau[:, None], np.sqrt(bias_sq) / np.where(finite_tau, tau, 1.0)[:, None], 0.0)
+        alpha = w_all * lam_k[:, None] * np.maximum(1.0 - ratio, 0.0)  # in the clients' own order
         with np.errstate(over="ignore"):  # a denormal bias gives tau^2 = inf: no client is cut off
-            threshold = np.where(k == zsq.shape[1] - 1, np.inf, tau**2)
-    alpha_sorted /= alpha_sorted.sum(axis=1, keepdims=True)  # removes the last ulp of rounding
-    alpha = np.empty_like(alpha_sorted)
-    np.put_along_axis(alpha, order, alpha_sorted, axis=1)
+            threshold = np.where(k == last, np.inf, tau**2)
+    alpha /= alpha.sum(axis=1, keepdims=True)  # removes the last ulp of rounding
     return alpha, threshold
 
 
@@ -383,89 +386,6 @@ class BiasEstimator:
         out.spread = np.asarray(state["spread"], dtype=np.float64)
         out.weight = np.asarray(state["weight"], dtype=np.float64)
         return out
-
-
-class BiasEstimators:
-    """:class:`BiasEstimator` for several targets at once: the same debiased EMAs as (T, N) arrays.
-
-    Row ``r`` is the estimator of target ``targets[r]``; every method does in one vectorised step what a
-    list of ``BiasEstimator`` does target by target (the in-process engine's per-round bookkeeping).
-    """
-
-    def __init__(self, n_clients: int, targets: Any, decay: float = 0.9) -> None:
-        check_int("n_clients", n_clients, minimum=2)
-        self.targets = np.asarray(targets, dtype=np.int64).reshape(-1)
-        if self.targets.size == 0 or (self.targets < 0).any() or (self.targets >= n_clients).any():
-            raise ValueError(f"targets={self.targets.tolist()} must be among the {n_clients} clients")
-        if not 0.0 <= decay < 1.0:
-            raise ValueError(f"decay must lie in [0, 1), got {decay!r}")
-        self.n_clients, self.decay = n_clients, float(decay)
-        self.rows = np.arange(self.targets.size)
-        shape = (self.targets.size, n_clients)
-        self.distance, self.noise = np.zeros(shape), np.zeros(shape)
-        self.spread, self.weight, self.spread_weight = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-
-    def update(self, sq_distance: np.ndarray, variance: np.ndarray, observed: np.ndarray) -> None:
-        """One round for every target: (T, N) ``||g_i - g_target||^2``, ``s_i`` and validity masks.
-
-        ``s_i`` may be NaN for an observed client (a round without a variance estimate, see
-        ``SPCACWConfig.variance_every``): its noise term then uses the EMA of its past ``s_i`` and that EMA
-        keeps its state; with a fresh ``s_i`` every round this is :class:`BiasEstimator`'s update exactly.
-        """
-        d, s = np.asarray(sq_distance, np.float64), np.asarray(variance, np.float64)
-        mask = np.asarray(observed, bool) & np.isfinite(d)
-        mask &= mask[self.rows, self.targets][:, None]  # no target gradient: that row keeps its state
-        fresh_s = mask & np.isfinite(s)
-        s = np.where(fresh_s, s, self.variance())
-        noise = np.where(mask, s + s[self.rows, self.targets][:, None], 0.0)
-        noise[self.rows, self.targets] = 0.0
-        keep = np.where(mask, self.decay, 1.0)
-        fresh = np.where(mask, 1.0 - self.decay, 0.0)
-        self.distance = keep * self.distance + fresh * np.nan_to_num(d)
-        self.noise = keep * self.noise + fresh * noise
-        self.weight = keep * self.weight + fresh
-        keep_s = np.where(fresh_s, self.decay, 1.0)
-        self.spread = keep_s * self.spread + np.where(fresh_s, (1.0 - self.decay) * s, 0.0)
-        self.spread_weight = keep_s * self.spread_weight + np.where(fresh_s, 1.0 - self.decay, 0.0)
-
-    def variance(self) -> np.ndarray:
-        """(T, N) bias-corrected EMA of ``s_i``; 1.0 where a client was never observed."""
-        seen = self.spread_weight > 0
-        return np.where(seen, self.spread / np.where(seen, self.spread_weight, 1.0), 1.0)
-
-    def estimate(self) -> np.ndarray:
-        """(T, N) ``zeta_i^2`` floored at 0; ``inf`` where never observed; 0 for each row's target."""
-        seen = self.weight > 0
-        raw = np.where(seen, (self.distance - self.noise) / np.where(seen, self.weight, 1.0), np.inf)
-        out = np.maximum(raw, 0.0)
-        out[self.rows, self.targets] = 0.0
-        return out
-
-
-def choose_weights_batch(
-    variance: np.ndarray, bias_sq: np.ndarray, targets: np.ndarray, scale: float, bias_form: str
-) -> dict[str, np.ndarray]:
-    """:func:`choose_weights` (exact solver) for T targets in one vectorised call; inputs are trusted.
-
-    ``variance`` and ``bias_sq`` are (T, N) with ``bias_sq[r, targets[r]] = 0`` and ``inf`` for excluded
-    clients. Returns the (T, N) ``alpha`` and ``variance_terms`` and the (T,) ``bias``, ``bound``,
-    ``local_bound``, ``threshold`` and ``alone`` (the certificate) of every target.
-    """
-    rows = np.arange(variance.shape[0])
-    s = np.maximum(variance, _VARIANCE_FLOOR * np.maximum(variance.max(1, keepdims=True), 1e-300))
-    finite = np.isfinite(bias_sq)
-    alpha, threshold = solve_exact(s, bias_sq, scale, bias_form)
-    alpha = np.where(finite, alpha, 0.0)
-    alpha /= alpha.sum(1, keepdims=True)
-    z = np.where(finite, bias_sq, 0.0)
-    terms = scale * alpha**2 * s
-    bias = (alpha * np.sqrt(z)).sum(1) ** 2 if bias_form == "squared" else (alpha * z).sum(1)
-    peers = alpha.copy()
-    peers[rows, targets] = 0.0
-    return {
-        "alpha": alpha, "variance_terms": terms, "bias": bias, "bound": terms.sum(1) + bias,
-        "local_bound": scale * s[rows, targets], "threshold": threshold, "alone": (peers == 0.0).all(1),
-    }  # fmt: skip
 
 
 @dataclass(frozen=True)

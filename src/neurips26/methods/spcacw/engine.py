@@ -18,15 +18,14 @@ import torch
 from torch.func import vmap
 
 from neurips26.data.federated import ClientData, LinearFederation
+from neurips26.methods.spcacw.batched import BiasEstimators, RoundLogs, batch_weights
 from neurips26.methods.spcacw.config import SPCACWConfig
-from neurips26.methods.spcacw.core import (
-    BiasEstimator,
-    BiasEstimators,
-    RoundRecord,
-    choose_weights,
-    choose_weights_batch,
-    within_client_variance,
-)
+from neurips26.methods.spcacw.core import BiasEstimator, RoundRecord, choose_weights, within_client_variance
+
+try:  # the compiled round of the linear form; without numba the NumPy path (batched.py) runs
+    from neurips26.methods.spcacw.kernels import linear_round
+except ImportError:  # pragma: no cover - numba is in the fl extra
+    linear_round = None
 
 WEIGHT_RULES = ("bound", "uniform", "oracle", "samples", "local")
 
@@ -102,21 +101,21 @@ class FlatMLP:
     def gradient_and_variance(
         self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, groups: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each model's minibatch gradient and the micro-batch estimate of its variance, without forming
-        the ``groups`` micro-batch gradients.
+        """Each model's minibatch gradient and, from the same pass, the micro-batch estimate of its variance.
 
         ``theta`` (C, P), ``x`` (C, B, in), ``y`` (C, B) -> ``g`` (C, P) and ``s`` (C,), equal to
         :func:`~neurips26.methods.spcacw.core.within_client_variance` of the ``groups`` equal micro-batch
-        gradients. With per-sample deltas ``d_b`` and inputs ``h_b`` of a layer, a micro-batch's weight
-        gradient is ``m sum_b d_b h_b^T``, whose squared norm is ``m^2 sum_{b,b'} (d_b . d_b') (h_b . h_b')``:
-        two small Gram matrices per micro-batch instead of ``m`` gradient copies, so the variance costs
-        ``O(B b (in + out))`` on top of the gradient's ``O(B in out)``;
-        ``sum_j ||G_j - g||^2 = sum_j ||G_j||^2 - m ||g||^2`` (accumulated in float64).
+        gradients ``G_j`` (NaN when ``groups == 1``: the plain gradient, what FedAvg's clients run).
+        With per-sample output deltas ``d_b`` (already divided by B) and inputs ``h_b`` of a layer,
+        ``G_j - g = sum_b c_jb d_b [h_b, 1]^T`` with ``c_jb = m [b in j] - 1``, so
+        ``sum_j ||G_j - g||^2 = sum_{b,b'} K_bb' M_bb'`` with ``K = (D D^T) * (H H^T + 1)`` (B x B, the
+        ``+ 1`` is the bias) and ``M_bb' = m^2 [b, b' in one micro-batch] - m``: per layer two small Gram
+        matrices and one mat-vec, ``O(B^2 (in + out))`` on top of the gradient's ``O(B in out)``, and no
+        micro-batch gradient is ever formed.
         """
         c, batch = y.shape
         if batch % groups or groups < 1:
             raise ValueError(f"batch={batch} must be a multiple of groups={groups} >= 1")
-        per = batch // groups
         weights, biases, offset = [], [], 0
         for o, i in self.shapes:
             weights.append(theta[:, offset : offset + o * i].view(c, o, i))
@@ -132,28 +131,42 @@ class FlatMLP:
         delta = torch.softmax(h, dim=-1)
         delta = (delta - torch.nn.functional.one_hot(y, delta.shape[-1]).to(delta.dtype)) / batch
         parts: list[torch.Tensor] = []
-        squares = torch.zeros(c, groups, dtype=torch.float64)
+        spread = None
+        mix = _group_contrast(batch, groups) if groups > 1 else None
         for layer in range(len(weights) - 1, -1, -1):
             below = activations[layer]
             parts.append(
                 torch.cat([torch.bmm(delta.transpose(1, 2), below).flatten(1), delta.sum(1)], dim=-1)
             )
-            if groups > 1:
-                d_groups = delta.view(c, groups, per, -1)
-                h_groups = below.view(c, groups, per, -1)
-                gram = (d_groups @ d_groups.transpose(-1, -2)) * (h_groups @ h_groups.transpose(-1, -2))
-                squares += gram.sum((-1, -2)).double() + (d_groups.sum(2) ** 2).sum(-1).double()
+            if mix is not None:
+                gram = torch.bmm(delta, delta.transpose(1, 2))
+                gram *= torch.baddbmm(_ONE, below, below.transpose(1, 2))
+                term = gram.view(c, -1) @ mix
+                spread = term if spread is None else spread + term
             if layer > 0:
                 delta = torch.bmm(delta, weights[layer]) * (1 - below * below)
         gradient = torch.cat(parts[::-1], dim=-1)
-        if groups == 1:  # no variance from a single group: the plain gradient (what FedAvg's clients run)
+        if spread is None:
             return gradient, torch.full((c,), float("nan"), dtype=gradient.dtype)
-        spread = squares.sum(1) * groups**2 - groups * (gradient * gradient).sum(-1).double()
-        return gradient, (spread / (groups * (groups - 1))).clamp_min(0).to(gradient.dtype)
+        return gradient, (spread / (groups * (groups - 1))).clamp_min(0)
 
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy of one model on one batch."""
         return torch.nn.functional.cross_entropy(self.forward(theta, x), y)
+
+
+_ONE = torch.ones(1, 1, 1)  # the bias column's contribution to a layer's input Gram matrix
+_CONTRASTS: dict[tuple[int, int], torch.Tensor] = {}
+
+
+def _group_contrast(batch: int, groups: int) -> torch.Tensor:
+    """(B*B,) ``M_bb' = m^2 [b, b' in one micro-batch] - m`` (cached): ``sum_j ||G_j - g||^2 = <K, M>``."""
+    key = (batch, groups)
+    if key not in _CONTRASTS:
+        group = torch.arange(batch) // (batch // groups)
+        same = (group[:, None] == group[None, :]).float()
+        _CONTRASTS[key] = (same * groups**2 - groups).reshape(-1)
+    return _CONTRASTS[key]
 
 
 @dataclass
@@ -203,7 +216,7 @@ class WeightedRun:
     theta: torch.Tensor  # (T, P)
     targets: list[int]
     curve: list[np.ndarray]  # accuracy of every target at each evaluation
-    logs: dict[int, list[RoundRecord]]
+    logs: dict[int, Sequence[RoundRecord]]  # a list, or a batched.TargetLog built on access
     solve_seconds: float = 0.0
 
 
@@ -244,20 +257,22 @@ def client_updates(
     """
     t, p = theta.shape
     n = data.n_clients
-    phi = theta[:, None, :].expand(t, n, p).reshape(t * n, p)
-    variances = torch.zeros(t * n)
+    # one target: every client starts from the same row (a stride-0 view, no copy; faster matmuls too)
+    phi = theta.expand(n, p) if t == 1 else theta[:, None, :].expand(t, n, p).reshape(t * n, p)
+    variances: torch.Tensor | None = None
     groups = config.variance_groups if with_variance else 1  # groups=1: the plain gradient, s = NaN
     for _ in range(config.local_steps):
         x, y = data.sample_batch(batch, generator)
         if t > 1:
             x, y = x.repeat(t, 1, 1), y.repeat(t, 1)
         step, s = kernels.model.gradient_and_variance(phi, x, y, groups)  # (T*N, P), (T*N,)
-        variances += s
         if config.update == "gradient":
-            return step.reshape(t, n, p), variances.reshape(t, n)
+            return step.reshape(t, n, p), s.reshape(t, n)
+        variances = s if variances is None else variances + s
         phi = phi - config.lr * step
     k = config.local_steps
     g = (theta[:, None, :] - phi.reshape(t, n, p)) / (k * config.lr)
+    assert variances is not None  # local_steps >= 1
     return g, (variances / (k * k)).reshape(t, n)
 
 
@@ -274,14 +289,18 @@ def run_weighted(
     eval_every: int = 10,
     theta0: torch.Tensor | None = None,
     vectorised: bool = True,
+    compiled: bool = True,
 ) -> WeightedRun:
     """Train one model per target by weighted update averaging; ``rule="bound"`` is SP-CACW.
 
     Each round every client computes its update at every target's model (O(T N) client updates); each
     target's weights come from ``rule``; the target steps ``theta <- theta - eta sum_i alpha_i g_i``.
     With ``vectorised`` (default) SP-CACW's estimators and exact solve run for all targets in one step
-    (:class:`BiasEstimators`, :func:`choose_weights_batch`); ``vectorised=False`` (and ``solver="osqp"``)
-    runs :func:`choose_weights` target by target, the reference the tests compare with.
+    (``batched.BiasEstimators``, ``batched.batch_weights``, ``batched.RoundLogs``); ``vectorised=False`` (and
+    ``solver="osqp"``) runs :func:`choose_weights` target by target, the reference the tests compare with.
+    With ``compiled`` (default) and the linear bias form the vectorised step is one numba call
+    (``kernels.linear_round``, equal to the NumPy path within rounding); ``compiled=False`` or no numba runs
+    the NumPy path.
     """
     if rule not in WEIGHT_RULES:
         raise ValueError(f"rule={rule!r} is not allowed; choose one of {list(WEIGHT_RULES)}")
@@ -299,92 +318,129 @@ def run_weighted(
                          f"variance_every=1, got {config.variance_every}")  # fmt: skip
     estimators = [BiasEstimator(data.n_clients, t, config.bias_decay) for t in targets]
     batched = BiasEstimators(data.n_clients, targets, config.bias_decay)
+    round_logs = RoundLogs(targets, config.variance_scale, config.bias_form)
+    own_index = torch.arange(len(targets)) * data.n_clients + torch.as_tensor(targets)  # rows of (T*N, P)
     fixed = {t: reference_weights(rule, data, t) for t in targets} if rule != "bound" else {}
-    logs: dict[int, list[RoundRecord]] = {t: [] for t in targets}
+    logs: dict[int, Sequence[RoundRecord]] = {t: [] for t in targets}
+    if vectorised:
+        logs = {t: round_logs.log(t) for t in targets}
     curve: list[np.ndarray] = []
     solve_seconds = 0.0
     for r in range(rounds):
         fresh = rule == "bound" and r % config.variance_every == 0  # fixed rules never use s
         g, s = client_updates(kernels, theta, data, config, batch, generator, with_variance=fresh)
-        valid_all = torch.isfinite(g.sum(-1))  # (T, N): NaN/inf anywhere in a client's update
         if vectorised:
-            alpha = _bound_weights_all_targets(batched, g, s, r, config, logs)
-            solve_seconds += alpha.solve_seconds
-            alpha = alpha.weights
+            weights, all_valid, seconds = _bound_weights_all_targets(
+                batched, round_logs, g, s if fresh else None, own_index, r, config, compiled
+            )
+            solve_seconds += seconds
+            alpha = torch.from_numpy(weights.astype(np.float32))
         else:
-            alpha = torch.empty(len(targets), data.n_clients)
-        for row, target in enumerate([] if vectorised else targets):
-            valid = valid_all[row]
-            s_row = s[row].double().numpy()
-            if rule == "bound":
-                start = time.perf_counter()
-                bias_sq = estimators[row].estimate()
-                bias_sq[~valid.numpy()] = np.inf  # a dropped reply gets no weight this round
-                if r < config.warmup_rounds:
-                    bias_sq = np.where(np.arange(data.n_clients) == target, 0.0, np.inf)
-                solution = choose_weights(
-                    estimators[row].variance(), bias_sq, scale=config.variance_scale,
-                    bias_form=config.bias_form, solver=config.solver, target=target,
-                )  # fmt: skip
-                solve_seconds += time.perf_counter() - start
-                weights = solution.alpha
-                dropped = [int(i) for i in np.flatnonzero(~valid.numpy())]
-                logs[target].append(
-                    RoundRecord.from_solution(r, solution, bias_sq, estimators[row].variance(), dropped)
-                )
-                diff = g[row] - g[row, target]
-                d = (diff * diff).sum(-1).double().numpy()
-                estimators[row].update(d, s_row, valid.numpy())
-            else:
-                weights = fixed[target] * valid.numpy()
-                weights = weights / weights.sum()
-            alpha[row] = torch.from_numpy(weights).float()
-        step = torch.einsum("tn,tnp->tp", alpha, g if bool(valid_all.all()) else torch.nan_to_num(g))
-        theta = theta - config.lr * config.local_steps * step  # delta mode: the whole averaged delta
+            alpha, all_valid, seconds = _weights_target_by_target(
+                rule, estimators, fixed, logs, g, s, r, config, targets
+            )
+            solve_seconds += seconds
+        # theta <- theta - eta K sum_i alpha_i g_i in one call (delta mode: the whole averaged delta)
+        step = g if all_valid else torch.nan_to_num(g)
+        rate = -config.lr * config.local_steps
+        theta = torch.baddbmm(theta[:, None], alpha[:, None], step, alpha=rate)[:, 0]
         if (r + 1) % eval_every == 0 or r == rounds - 1:
             curve.append(weighted_accuracy(model, theta, data, targets))
     return WeightedRun(theta, targets, curve, logs, solve_seconds)
 
 
-@dataclass
-class _RoundWeights:
-    weights: torch.Tensor  # (T, N)
-    solve_seconds: float
-
-
-def _bound_weights_all_targets(
-    estimators: BiasEstimators,
+def _weights_target_by_target(
+    rule: str,
+    estimators: list[BiasEstimator],
+    fixed: dict[int, np.ndarray],
+    logs: dict[int, Sequence[RoundRecord]],
     g: torch.Tensor,
     s: torch.Tensor,
     round_index: int,
     config: SPCACWConfig,
-    logs: dict[int, list[RoundRecord]],
-) -> _RoundWeights:
-    """SP-CACW's weights of round ``round_index`` for every target at once, logged; estimators updated."""
+    targets: list[int],
+) -> tuple[torch.Tensor, bool, float]:
+    """The fixed rules' weights, or SP-CACW's by ``choose_weights`` target by target (the reference loop)."""
+    valid_all = torch.isfinite(g.sum(-1))  # (T, N): NaN/inf anywhere in a client's update
+    alpha = torch.empty(len(targets), g.shape[1])
+    solve_seconds = 0.0
+    for row, target in enumerate(targets):
+        valid = valid_all[row].numpy()
+        if rule != "bound":
+            weights = fixed[target] * valid
+            alpha[row] = torch.from_numpy(weights / weights.sum()).float()
+            continue
+        start = time.perf_counter()
+        bias_sq = estimators[row].estimate()
+        bias_sq[~valid] = np.inf  # a dropped reply gets no weight this round
+        bias_sq[target] = 0.0  # a broken own update: the step zeroes it (nan_to_num), the solve keeps it
+        if round_index < config.warmup_rounds:
+            bias_sq = np.where(np.arange(g.shape[1]) == target, 0.0, np.inf)
+        solution = choose_weights(
+            estimators[row].variance(), bias_sq, scale=config.variance_scale,
+            bias_form=config.bias_form, solver=config.solver, target=target,
+        )  # fmt: skip
+        solve_seconds += time.perf_counter() - start
+        dropped = [int(i) for i in np.flatnonzero(~valid)]
+        log = logs[target]
+        assert isinstance(log, list)
+        variance = estimators[row].variance()
+        log.append(RoundRecord.from_solution(round_index, solution, bias_sq, variance, dropped))
+        diff = g[row] - g[row, target]
+        d = torch.linalg.vecdot(diff, diff).double().numpy()
+        estimators[row].update(d, s[row].double().numpy(), valid)
+        alpha[row] = torch.from_numpy(solution.alpha).float()
+    return alpha, bool(valid_all.all()), solve_seconds
+
+
+def _bound_weights_all_targets(
+    estimators: BiasEstimators,
+    logs: RoundLogs,
+    g: torch.Tensor,
+    s: torch.Tensor | None,
+    own_index: torch.Tensor,
+    round_index: int,
+    config: SPCACWConfig,
+    compiled: bool = True,
+) -> tuple[np.ndarray, bool, float]:
+    """SP-CACW's weights (T, N) of round ``round_index`` for every target at once, logged; estimators updated.
+
+    ``s`` is None in a round without variance estimates. Returns the weights, whether every reply was valid
+    and the seconds of the weight solve (estimates and exact solution).
+    """
+    t, n, p = g.shape
+    diff = g - g.view(t * n, p).index_select(0, own_index)[:, None, :]  # minus each target's own update
+    d = torch.linalg.vecdot(diff, diff).numpy().astype(np.float64)
+    valid = np.isfinite(d)  # a finite distance needs finite updates of the client and of the target
+    all_valid = bool(valid.all())
+    if not all_valid:  # which replies are broken (NaN/inf anywhere), told apart from a broken target
+        valid = torch.isfinite(g.sum(-1)).numpy()
+    warmup = round_index < config.warmup_rounds
+    if compiled and linear_round is not None and config.bias_form == "linear":
+        start = time.perf_counter()  # the whole call (estimates, solve and the estimators' update)
+        s_np = d if s is None else s.numpy().astype(np.float64)
+        e = estimators
+        alpha, bias_sq, variance = linear_round(
+            e.distance, e.noise, e.weight, e.spread, e.spread_weight, e.targets, d, s_np, s is not None,
+            valid, e.decay, config.variance_scale, warmup,
+        )  # fmt: skip
+        solve = time.perf_counter() - start
+        logs.append(round_index, alpha, bias_sq, variance, valid)
+        return alpha, all_valid, solve
     start = time.perf_counter()
-    targets, rows = estimators.targets, estimators.rows
-    s_np = s.double().numpy()  # NaN in a round without variance estimates
-    valid = torch.isfinite(g.sum(-1)).numpy()  # NaN/inf anywhere in a client's update
-    bias_sq = estimators.estimate()
-    bias_sq[~valid] = np.inf  # a dropped reply gets no weight this round
-    if round_index < config.warmup_rounds:
-        bias_sq = np.full_like(bias_sq, np.inf)
-        bias_sq[rows, targets] = 0.0
     variance = estimators.variance()
-    out = choose_weights_batch(variance, bias_sq, targets, config.variance_scale, config.bias_form)
+    bias_sq = estimators.estimate()
+    if not all_valid:
+        bias_sq[~valid] = np.inf  # a dropped reply gets no weight this round
+        bias_sq[estimators.rows, estimators.targets] = 0.0  # a broken own update is zeroed by the step
+    if warmup:
+        bias_sq = np.full_like(bias_sq, np.inf)
+        bias_sq[estimators.rows, estimators.targets] = 0.0
+    alpha, _ = batch_weights(variance, bias_sq, config.variance_scale, config.bias_form)
     solve = time.perf_counter() - start
-    for row, target in enumerate(targets.tolist()):
-        logs[target].append(RoundRecord(
-            round=round_index, alpha=out["alpha"][row].tolist(), bias_sq=bias_sq[row].tolist(),
-            variance=variance[row].tolist(), variance_terms=out["variance_terms"][row].tolist(),
-            bias=float(out["bias"][row]), bound=float(out["bound"][row]),
-            local_bound=float(out["local_bound"][row]), better_off_alone=bool(out["alone"][row]),
-            dropped=np.flatnonzero(~valid[row]).tolist(),
-        ))  # fmt: skip
-    own = g[torch.from_numpy(rows), torch.from_numpy(targets)]  # (T, P) each target's own update
-    diff = g - own[:, None, :]
-    estimators.update((diff * diff).sum(-1).double().numpy(), s_np, valid)
-    return _RoundWeights(torch.from_numpy(out["alpha"]).float(), solve)
+    logs.append(round_index, alpha, bias_sq, variance, valid)
+    estimators.update(d, None if s is None else s.numpy(), valid, variance)
+    return alpha, all_valid, solve
 
 
 @dataclass
