@@ -54,6 +54,7 @@ def test_strength_profile_sweeps_each_knob_with_the_other_at_its_default():
     for claim in EXPERIMENT.claims:  # the setting-based claims are not judged on this grid
         if claim is not strong[0]:
             assert not any(claim.covers(p) for p in profile.points())
+            assert not claim.judged_in("strength") and claim.judged_in("default")
 
 
 def test_paired_gain_and_its_growth_match_a_hand_computation():
