@@ -98,13 +98,15 @@ def bench_updates(repeats: int, steps: int = 5) -> None:
         f"ratio {t_sad / t_sl:.2f}x"
     )
     # the parts of a SAD update on one batch
-    dec = copy.deepcopy(base).eval()
+    dec = copy.deepcopy(base)
     rows = torch.arange(64)
     context = data.decomposer_input(rows)
     generator = torch.Generator().manual_seed(0)
     greedy = torch.arange(128) >= 64
-    t_gen = best_of(lambda: dec.generate(context, greedy, generator, repeat=2), repeats)
-    pair = dec.generate(context, greedy, generator, repeat=2)
+    dec.train()  # as in train_sad (in eval mode nn.TransformerEncoder's padded fast path is slower)
+    encoded = dec.encode(context)  # shared with L_sup and the policy terms, not part of the rollouts
+    t_gen = best_of(lambda: dec.generate(context, greedy, generator, repeat=2, encoded=encoded), repeats)
+    pair = dec.generate(context, greedy, generator, repeat=2, encoded=encoded)
     sc, st = data.context.index(rows), data.statement[rows]
     t_rew = best_of(lambda: paired_rewards(synth, sc, pair[:64], pair[64:], st), repeats)
     both = sc.index(torch.cat([rows, rows]))

@@ -44,6 +44,28 @@ def realised(records, top: np.ndarray) -> np.ndarray:
     return out
 
 
+def equivalents(records) -> np.ndarray:
+    """``[N]``: how many type-correct candidate statements realise record ``n``'s GT subgoal on every
+    example (1 = the GT statement is the only one; more = an exact-match miss can be a correct answer)."""
+    out = np.zeros(len(records), dtype=np.int64)
+    by_width: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        by_width.setdefault(len(r.state[0]), []).append(i)
+    for index in by_width.values():
+        states = make_states([records[i].state for i in index])
+        rows, cands = np.nonzero(CANDIDATES.type_mask(states.kinds))
+        res = execute(states, rows, cands)
+        goal = make_states([[[v] for v in records[i].subgoal] for i in index])
+        hit = (
+            res.ok.all(1)
+            & (res.kind == goal.kinds[rows, 0])
+            & (res.lengths == goal.lengths[rows, :, 0]).all(1)
+            & (res.values == goal.values[rows, :, 0]).all((1, 2))
+        )
+        out[index] = np.bincount(rows[hit], minlength=len(index))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bundle", default=str(WEIGHTS_DIR / "sad_default.pt"))
@@ -69,6 +91,13 @@ def main() -> None:
         f"top-1 realises the subgoal {realised(records, top[:, 0]).mean():.3f}, "
         f"top-1 operation+lambda {np.mean(CANDIDATES.function[top[:, 0]] == CANDIDATES.function[gt]):.3f}, "
         f"CE of the GT statement {float(-lp.gather(1, data.statement[:, None]).mean()):.3f} nats"
+    )
+    count = equivalents(records)
+    assert count.min() >= 1, "the GT statement must realise its own subgoal"
+    print(
+        f"  steps whose GT subgoal several statements realise: {np.mean(count > 1):.3f} "
+        f"(mean {count.mean():.2f} realising statements per step; an exact-match top-1 above "
+        f"{np.mean(1.0 / np.maximum(count, 1)):.3f} needs more than picking among them at random)"
     )
     generator = torch.Generator().manual_seed(0)
     perturbed = data.subgoal_seq.clone()

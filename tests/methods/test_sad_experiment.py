@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from neurips26.methods.sad import tokens as tok
-from neurips26.methods.sad.checkpoints import WEIGHTS_DIR, load_bundle, model_from
+from neurips26.methods.sad.checkpoints import SIZES, WEIGHTS_DIR, load_bundle, model_from, reusable
 from neurips26.methods.sad.executor import CANDIDATES
 from neurips26.methods.sad.experiment import EXPERIMENT, SYSTEMS, SADExperimentConfig, run
 from neurips26.methods.sad.sampler import sample_tasks, step_records
@@ -151,3 +151,17 @@ def test_readme_usage_snippet_runs():
     namespace: dict = {}
     exec(compile(snippet, str(readme), "exec"), namespace)
     assert len(namespace["result"].solved) == 5
+
+
+@needs_bundle
+def test_reuse_keeps_only_models_that_do_not_read_the_synthesizer(bundle):
+    """``--reuse``: the SL decomposer, its SL fine-tune and the no-decomposition synthesizer are kept when
+    their own settings match; SAD and RL-only (trained against the synthesizer) never are."""
+    spec = dataclasses.replace(
+        SIZES["default"], **{k: bundle["spec"][k] for k in ("num_train_tasks", "d_model")}
+    )
+    kept = reusable(bundle, spec)
+    assert {"sl_base", "no_decomposition", "sl/0"} <= set(kept)
+    assert not any(k.startswith(("sad/", "rl_only/")) for k in kept) and "synthesizer" not in kept
+    assert "sl_base" not in reusable(bundle, dataclasses.replace(spec, decomposer_steps=7))
+    assert "no_decomposition" not in reusable(bundle, dataclasses.replace(spec, nodec_steps=7))
