@@ -49,6 +49,33 @@ def test_changed_config_invalidates_saved_cells(tmp_path) -> None:
     assert again["run_info"]["resumed_cells"] == 0
 
 
+def test_changed_code_invalidates_saved_cells(tmp_path, monkeypatch) -> None:
+    from neurips26.bench import runner
+
+    first = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
+    assert first["run_info"]["code_fingerprint"] == runner.code_fingerprint()
+    monkeypatch.setattr(runner, "code_fingerprint", lambda: "edited-code")
+    again = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
+    assert again["run_info"]["resumed_cells"] == 0
+    assert {c["code_fingerprint"] for c in again["cells"]} == {"edited-code"}
+
+
+def test_code_fingerprint_sees_an_edited_file(tmp_path) -> None:
+    from neurips26.bench.runner import code_fingerprint
+
+    (tmp_path / "pkg").mkdir()
+    module = tmp_path / "pkg" / "method.py"
+    module.write_text("ALPHA = 1\n")
+    before = code_fingerprint(tmp_path)
+    assert code_fingerprint(tmp_path) == before
+    module.write_text("ALPHA = 2\n")
+    after = code_fingerprint(tmp_path)
+    assert after != before
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "method.pyc").write_bytes(b"compiled")
+    assert code_fingerprint(tmp_path) == after  # byte-code caches are not code
+
+
 def test_a_failing_system_is_recorded_and_the_others_still_run(tmp_path) -> None:
     result = run_experiment(
         TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", overrides={"fail_system": "mean"}

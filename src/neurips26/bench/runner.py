@@ -1,7 +1,8 @@
 """The runner: expand an experiment into cells, execute them (resuming), and write ``result.json``.
 
 A cell is (system, grid point, seed). Each finished cell is saved atomically to ``cells/``; a rerun
-skips cells whose saved config hash matches, so a killed run resumes without recomputing.
+skips cells whose saved config hash and code fingerprint both match, so a killed run resumes without
+recomputing, and a run after a code change never republishes numbers the old code made.
 """
 
 from __future__ import annotations
@@ -196,8 +197,35 @@ def plan_cells(
     ]
 
 
-def _saved_cell(path: Path, expected_hash: str) -> dict | None:
-    """The saved cell if it finished with the same config, else None (errors are retried)."""
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+_LARGE_FILE = 256 * 1024  # weights and checkpoints: re-read only when their size or mtime changes
+_large_file_digests: dict[tuple[str, int, int], bytes] = {}
+
+
+def _file_digest(path: Path) -> bytes:
+    stat = path.stat()
+    if stat.st_size < _LARGE_FILE:  # sources are always re-read: an edit can keep size and mtime tick
+        return hashlib.sha256(path.read_bytes()).digest()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _large_file_digests:
+        _large_file_digests[key] = hashlib.sha256(path.read_bytes()).digest()
+    return _large_file_digests[key]
+
+
+def code_fingerprint(root: Path = _PACKAGE_ROOT) -> str:
+    """A digest of every file of the installed package (sources, committed weights and checkpoints).
+
+    A saved cell is resumed only under the same fingerprint: the config hash alone cannot see a changed
+    algorithm.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + _file_digest(path))
+    return digest.hexdigest()[:16]
+
+
+def _saved_cell(path: Path, expected_hash: str, code: str) -> dict | None:
+    """The saved cell if it finished with the same config and code, else None (errors are retried)."""
     if not path.exists():
         return None
     try:
@@ -205,6 +233,8 @@ def _saved_cell(path: Path, expected_hash: str) -> dict | None:
     except ResultsFileError:
         return None
     if cell["config_hash"] != expected_hash or cell["status"] not in ("ok", "n/a", "nan"):
+        return None
+    if cell.get("code_fingerprint") != code:
         return None
     return cell
 
@@ -302,17 +332,19 @@ def run_experiment(
     out = Path(out_dir)
     cells_dir = out / "cells"
     tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads, device)
+    code = code_fingerprint()
     cells: dict[str, dict] = {}
     pending: list[CellTask] = []
     for task in tasks:
         expected = config_hash(experiment.config_for(chosen, task.point, overrides))
-        saved = None if force else _saved_cell(cells_dir / f"{task.cell_id}.json", expected)
+        saved = None if force else _saved_cell(cells_dir / f"{task.cell_id}.json", expected, code)
         if saved is None:
             pending.append(task)
         else:
             cells[task.cell_id] = saved
 
     def save(task: CellTask, cell: dict) -> None:
+        cell["code_fingerprint"] = code
         atomic_write_json(cells_dir / f"{task.cell_id}.json", cell)
         cells[task.cell_id] = cell
 
@@ -337,6 +369,7 @@ def run_experiment(
         wall_s=time.perf_counter() - clock,
         executor=executor,
         resumed_cells=len(tasks) - len(pending),
+        code_fingerprint=code,
         jobs=jobs if executor == "local" else None,
         overrides=overrides,
         device=device,
@@ -404,7 +437,17 @@ def aggregate(
     }
 
 
-KEPT_RUN_INFO = ("started", "wall_s", "executor", "resumed_cells", "jobs", "overrides", "device", "command")
+KEPT_RUN_INFO = (
+    "started",
+    "wall_s",
+    "executor",
+    "resumed_cells",
+    "code_fingerprint",
+    "jobs",
+    "overrides",
+    "device",
+    "command",
+)
 
 
 def rejudge(experiment: Experiment, result: dict) -> dict:
