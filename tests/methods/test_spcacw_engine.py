@@ -248,3 +248,18 @@ def test_sample_batch_draws_the_rows_of_take_along_dim():
             x, y = d.sample_batch(batch, ours)
             assert torch.equal(x, torch.take_along_dim(d.x, index[..., None], dim=1))
             assert torch.equal(y, torch.take_along_dim(d.y, index, dim=1))
+
+
+def test_compiled_squared_distances_equal_torch_in_float64():
+    pytest.importorskip("numba")
+    from neurips26.methods.spcacw.kernels import sq_distances
+
+    g = torch.randn(3, 5, 37, generator=torch.Generator().manual_seed(0))
+    targets = np.array([0, 2, 4])
+    own = g[torch.arange(3), torch.as_tensor(targets)].double()
+    expected = ((g.double() - own[:, None]) ** 2).sum(-1).numpy()
+    np.testing.assert_allclose(sq_distances(g.numpy(), targets), expected, rtol=1e-13)
+    g[1, 3, 5] = float("nan")  # a broken peer: its distance is NaN; a broken target: its whole row
+    g[2, 4, 0] = float("inf")
+    d = sq_distances(g.numpy(), targets)
+    assert np.isnan(d[1, 3]) and np.isfinite(np.delete(d[1], 3)).all() and not np.isfinite(d[2]).any()

@@ -23,9 +23,9 @@ from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.core import BiasEstimator, RoundRecord, choose_weights, within_client_variance
 
 try:  # the compiled round of the linear form; without numba the NumPy path (batched.py) runs
-    from neurips26.methods.spcacw.kernels import linear_round
+    from neurips26.methods.spcacw.kernels import linear_round, sq_distances
 except ImportError:  # pragma: no cover - numba is in the fl extra
-    linear_round = None
+    linear_round = sq_distances = None
 
 WEIGHT_RULES = ("bound", "uniform", "oracle", "samples", "local")
 
@@ -386,8 +386,8 @@ def _weights_target_by_target(
         assert isinstance(log, list)
         variance = estimators[row].variance()
         log.append(RoundRecord.from_solution(round_index, solution, bias_sq, variance, dropped))
-        diff = g[row] - g[row, target]
-        d = torch.linalg.vecdot(diff, diff).double().numpy()
+        diff = g[row].double() - g[row, target].double()
+        d = torch.linalg.vecdot(diff, diff).numpy()
         estimators[row].update(d, s[row].double().numpy(), valid)
         alpha[row] = torch.from_numpy(solution.alpha).float()
     return alpha, bool(valid_all.all()), solve_seconds
@@ -409,14 +409,19 @@ def _bound_weights_all_targets(
     and the seconds of the weight solve (estimates and exact solution).
     """
     t, n, p = g.shape
-    diff = g - g.view(t * n, p).index_select(0, own_index)[:, None, :]  # minus each target's own update
-    d = torch.linalg.vecdot(diff, diff).numpy().astype(np.float64)
+    use_kernel = compiled and linear_round is not None and config.bias_form == "linear"
+    if use_kernel and g.dtype == torch.float32:
+        d = sq_distances(g.numpy(), estimators.targets)  # float64 sums, one pass, no temporary
+    else:  # the same in torch: each update minus its target's own, in float64
+        gd = g.double()
+        diff = gd - gd.view(t * n, p).index_select(0, own_index)[:, None, :]
+        d = torch.linalg.vecdot(diff, diff).numpy()
     valid = np.isfinite(d)  # a finite distance needs finite updates of the client and of the target
     all_valid = bool(valid.all())
     if not all_valid:  # which replies are broken (NaN/inf anywhere), told apart from a broken target
         valid = torch.isfinite(g.sum(-1)).numpy()
     warmup = round_index < config.warmup_rounds
-    if compiled and linear_round is not None and config.bias_form == "linear":
+    if use_kernel:
         start = time.perf_counter()  # the whole call (estimates, solve and the estimators' update)
         s_np = d if s is None else s.numpy().astype(np.float64)
         e = estimators

@@ -107,3 +107,23 @@ def linear_round(
                 spread[r, i] = decay * spread[r, i] + rate * s_i
                 spread_weight[r, i] = decay * spread_weight[r, i] + rate
     return alpha, bias_sq, past
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def sq_distances(updates: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(T, N) ``||g[t, i] - g[t, targets[t]]||^2`` of (T, N, P) updates, accumulated in float64.
+
+    One pass over the updates with no temporary (the torch expression needs the (T, N, P) difference).
+    Reassociation lets the sum vectorise; NaN and inf still propagate (a broken reply stays non-finite).
+    """
+    t_count, n, p = updates.shape
+    out = np.empty((t_count, n))
+    for t in range(t_count):
+        own = targets[t]
+        for i in range(n):
+            acc = 0.0
+            for k in range(p):
+                diff = np.float64(updates[t, i, k]) - np.float64(updates[t, own, k])
+                acc += diff * diff
+            out[t, i] = acc
+    return out
