@@ -122,10 +122,17 @@ def method_figure(
     ax.set_ylabel(_label(result, metric))
     ax.set_title(f"{result['run_info']['slug']}: {metric} (mean; 95% CI where n >= 5)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside, not over
+    return save_figure(fig, path, dpi=110)
+
+
+def save_figure(fig, path: str | Path, dpi: int) -> Path:
+    """Lay out, write (creating the folder) and close a matplotlib figure; returns the path."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 

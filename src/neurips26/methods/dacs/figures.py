@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from neurips26.report.figures import save_figure
+
 FEATURE = "feature_shift"
 STRUCTURE = "structure_shift"
 
@@ -185,12 +187,7 @@ def strength_figure(
     axes[1].legend(fontsize=7, loc="lower left", frameon=False)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(f"{result['run_info']['slug']}: {metric} vs shift strength (mean; 95% t-CI where n >= 5)")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=90)
 
 
 def _signed(x: float) -> str:

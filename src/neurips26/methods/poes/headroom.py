@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.bench.experiment import Analysis
+from neurips26.report.figures import save_figure
 
 # (gain over, headroom below full evaluation of) shown in the README and the benchmark script
 README_ANALYSES = (
@@ -299,12 +300,7 @@ def plot_headroom(rows: Sequence[dict[int, HeadroomStats]], path: str | Path, ti
             ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=80)
 
 
 def headroom_tables(

@@ -103,12 +103,7 @@ def style_loss_and_gradient(
     ``targets`` from :func:`style_targets`, ``weights`` from :func:`route_weights`.
     """
     with torch.no_grad():
-        feats, h = [], x0
-        for index, w in enumerate(bank._doubled):
-            if index:
-                h = F.avg_pool2d(h, 2)
-            h = torch.tanh(F.conv2d(h, w, padding=w.shape[-1] // 2))
-            feats.append(h)
+        feats = bank.features(x0)
         loss = x0.new_zeros(x0.shape[0])
         grad_next: torch.Tensor | None = None
         for index in reversed(range(len(feats))):
