@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from neurips26.bench.stats import t_interval
 from neurips26.report.figures import save_figure
 
 FEATURE = "feature_shift"
@@ -58,17 +59,13 @@ def cell_values(result: Mapping[str, Any], metric: str = "target_accuracy") -> d
 
 
 def _t_interval(diffs: Sequence[float]) -> PairedGain:
-    from scipy import stats
-
     d = np.asarray(diffs, dtype=float)
     n = len(d)
     if n == 0:
         return PairedGain(float("nan"), float("nan"), float("nan"), 0)
-    mean = float(d.mean())
     if n < 2:
-        return PairedGain(mean, float("nan"), float("nan"), n)
-    half = float(stats.t.ppf(0.975, n - 1)) * float(d.std(ddof=1)) / np.sqrt(n)
-    return PairedGain(mean, mean - half, mean + half, n)
+        return PairedGain(float(d.mean()), float("nan"), float("nan"), n)
+    return PairedGain(float(d.mean()), *t_interval(d), n)  # the harness's 95% Student-t interval
 
 
 def paired_gain(

@@ -139,20 +139,6 @@ def certificate(
     return {"variance_terms": terms, "bias": bias, "bound": bound, "local_bound": local, "alone": alone}
 
 
-def choose_weights_batch(
-    variance: np.ndarray, bias_sq: np.ndarray, targets: np.ndarray, scale: float, bias_form: str
-) -> dict[str, np.ndarray]:
-    """``choose_weights`` (exact solver) for T targets in one vectorised call; inputs are trusted.
-
-    ``variance`` and ``bias_sq`` are (T, N) with ``bias_sq[r, targets[r]] = 0`` and ``inf`` for excluded
-    clients. Returns the (T, N) ``alpha`` and ``variance_terms`` and the (T,) ``bias``, ``bound``,
-    ``local_bound``, ``threshold`` and ``alone`` (the certificate) of every target.
-    """
-    alpha, threshold = batch_weights(variance, bias_sq, scale, bias_form)
-    out = certificate(alpha, variance, bias_sq, np.asarray(targets), scale, bias_form)
-    return {"alpha": alpha, "threshold": threshold, **out}
-
-
 class RoundLogs:
     """Every target's round log, stored as each round's (T, N) arrays; records are formed when read."""
 
