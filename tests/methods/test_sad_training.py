@@ -12,7 +12,7 @@ import torch
 
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
-from neurips26.methods.sad.models import Decomposer, Synthesizer, layout_positions, length_buckets
+from neurips26.methods.sad.models import Decomposer, Synthesizer
 from neurips26.methods.sad.relations import relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.training import (
@@ -85,6 +85,30 @@ def test_chunking_splits_by_separator_and_stops_at_eos():
     assert tok.parse_subgoal(seq[0].tolist(), 3) is None  # a list and two ints: no single-typed subgoal
     assert tok.parse_subgoal(tok.subgoal_tokens(((1,), (), (-50, 2))), 3) == ((1,), (), (-50, 2))
     assert tok.parse_subgoal(tok.subgoal_tokens((1, 2)), 3) is None  # wrong example count
+
+
+def test_chunking_equals_a_per_token_reference_on_random_sequences():
+    """The vectorised chunking places every token where a plain left-to-right scan puts it, on random
+    sequences full of separators, padding, early EOS and over-long chunks."""
+    generator = torch.Generator().manual_seed(0)
+    pool = torch.tensor(
+        [tok.PAD, tok.BOS, tok.EOS, tok.SEP, tok.SEP, tok.LBR, tok.RBR, tok.INT0, tok.INT0 + 9]
+    )
+    seqs = pool[torch.randint(len(pool), (300, 24), generator=generator)]
+    block = tok.chunk_subgoal_tokens(seqs, 3)
+    for n, seq in enumerate(seqs.tolist()):
+        expected = [[tok.OUT] + [tok.PAD] * tok.TARGET_TOKENS for _ in range(3)]
+        chunk, within = 0, 0
+        for token in seq:
+            if token == tok.EOS:
+                break
+            if token == tok.SEP:
+                chunk, within = chunk + 1, 0
+            elif token not in (tok.PAD, tok.BOS):
+                if chunk < 3 and within < tok.TARGET_TOKENS:
+                    expected[chunk][1 + within] = token
+                within += 1
+        assert block[n].tolist() == expected
 
 
 def test_scst_advantage_and_loss_by_hand():
@@ -278,68 +302,35 @@ def test_relation_features_by_hand():
     assert not torch.allclose(on, off)
 
 
-def _padded_log_probs(synth: Synthesizer, context, target: torch.Tensor) -> torch.Tensor:
-    """The synthesizer as first written: one encoder pass over the padded ``state + target`` rows (no
-    packing, no length buckets); the reference the packed fast path must reproduce."""
-    n, e, s = context.state.shape
-    d = synth.d_model
-    seq = torch.cat([context.state, target], dim=2).reshape(n * e, -1)
-    pad = seq == tok.PAD
-    pos = layout_positions(s, target.shape[2])
-    hidden = synth.encoder(synth.embed(seq) + synth.position(pos), src_key_padding_mask=pad)
-    hidden = hidden.reshape(n, e, -1, d)
-    live = (~pad).reshape(n, e, -1, 1).float()
-    mean_h = (hidden * live).sum(2) / live.sum(2).clamp(min=1)
-    h = synth.pool(torch.cat([hidden[:, :, s], mean_h], -1)).mean(1)
-    var_index = context.var_pos.clamp(min=0)
-    var_h = torch.gather(hidden, 2, var_index[..., None].expand(-1, -1, -1, d)).mean(1)
-    rel = synth.relations(relation_features(context.state, target)).mean(1)
-    var_h = var_h + torch.nn.functional.pad(rel, (0, 0, 0, var_h.shape[1] - rel.shape[1]))
-    fe = synth.function_embed.weight
-    func = synth.function_score(torch.nn.functional.gelu(h[:, None] + fe[None])).squeeze(-1)
-    q = synth.arg_query(torch.nn.functional.gelu(synth.arg_hidden(h)[:, None] + fe[None])).reshape(
-        n, -1, 2, d
-    )
-    args = torch.einsum("nfjd,nvd->nfjv", q, var_h) / math.sqrt(d)
-    rows = torch.arange(n)[:, None]
-    logits = func[:, synth.cand_function] + args[rows, synth.cand_function, 0, synth.cand_arg0]
-    second = args[rows, synth.cand_function, 1, synth.cand_arg1.clamp(min=0)]
-    logits = logits + torch.where(synth.cand_arg1 >= 0, second, torch.zeros_like(second))
-    return torch.log_softmax(logits.masked_fill(~synth.type_mask(context.kinds), float("-inf")), -1)
-
-
-def test_packed_synthesizer_and_fast_rewards_equal_the_padded_reference():
-    """The fast path (live tokens packed, rows bucketed by length, sample and greedy in one frozen pass)
-    computes the reward R(O) = log p(GT statement | context, O) of the padded one-pass synthesizer."""
-    tasks = sample_tasks(np.random.default_rng(11), 70, (1, 2, 3, 4))
-    big = encode_records(step_records(tasks))
-    assert len(length_buckets(big.context.state.reshape(-1, big.context.state.shape[2]) == tok.PAD)) >= 2
-    torch.manual_seed(0)
-    synth = Synthesizer(d_model=32, heads=4, layers=2, ff=64).eval()
-    dec = tiny_decomposer(6)
-    n = len(big)
+def test_synthesizer_reads_variables_through_their_slots_only(data):
+    """Absent variable slots are masked: whatever tokens they hold, the scores do not move; a live
+    variable's value does move them; and gradients reach the slot encoders."""
+    synth = tiny_synth(3)
+    state = data.context.state.clone()
+    width = state.shape[2]
+    absent = data.context.kinds[:, : width // 8] == 0
+    assert bool(absent.any())
+    garbage = torch.randint(tok.INT0, tok.VOCAB_SIZE, state.shape)
+    slot_absent = absent.repeat_interleave(8, 1)[:, None].expand_as(state)
     with torch.no_grad():
-        pair = dec.generate(
-            big.decomposer_input(), torch.arange(2 * n) >= n, torch.Generator().manual_seed(1), repeat=2
-        )
-        for subgoal in (pair[:n], pair[n:], big.subgoal_seq):
-            block = tok.chunk_subgoal_tokens(subgoal, big.context.state.shape[1])
-            reference = _padded_log_probs(synth, big.context, block)
-            fast = synth.log_probs(big.context, block)
-            finite = torch.isfinite(reference)
-            assert torch.equal(finite, torch.isfinite(fast))
-            torch.testing.assert_close(fast[finite], reference[finite], rtol=1e-5, atol=1e-5)
-            unpacked = synth.log_probs(big.context, block, packed=False)  # the package's reference path
-            torch.testing.assert_close(unpacked[finite], reference[finite], rtol=1e-5, atol=1e-5)
-        reference_reward = _padded_log_probs(
-            synth, big.context, tok.chunk_subgoal_tokens(pair[:n], big.context.state.shape[1])
-        ).gather(1, big.statement[:, None])[:, 0]
-    reward_sample, _ = paired_rewards(synth, big.context, pair[:n], pair[n:], big.statement)
-    torch.testing.assert_close(reward_sample, reference_reward, rtol=1e-5, atol=1e-5)
-    # training sees the same function: gradients flow through the packed path
-    lp = synth.log_probs(big.context.index(torch.arange(8)), big.subgoal_block[:8])
-    lp.gather(1, big.statement[:8, None]).sum().backward()
-    assert synth.embed.weight.grad is not None and float(synth.embed.weight.grad.abs().sum()) > 0
+        base = synth.log_probs(data.context, data.subgoal_block)
+        moved = dataclasses.replace(data.context, state=torch.where(slot_absent, garbage, state))
+        torch.testing.assert_close(synth.log_probs(moved, data.subgoal_block), base)
+        changed = dataclasses.replace(data.context, state=torch.where(slot_absent, state, garbage))
+        assert not torch.allclose(synth.log_probs(changed, data.subgoal_block), base)
+    lp = synth.log_probs(data.context, data.subgoal_block)
+    lp.gather(1, data.statement[:, None]).sum().backward()
+    for part in (synth.variable_slot, synth.target_slot):
+        assert float(part[0].weight.grad.abs().sum()) > 0
+
+
+def test_synthesizer_rejects_misshapen_input(data):
+    synth = tiny_synth()
+    narrow = dataclasses.replace(data.context, state=data.context.state[:, :, :-3])
+    with pytest.raises(ValueError, match="multiple of 8"):
+        synth.log_probs(narrow, data.subgoal_block)
+    with pytest.raises(ValueError, match="target must be"):
+        synth.log_probs(data.context, data.subgoal_block[:, :, :5])
 
 
 def test_inverse_cdf_sampling_follows_the_distribution():

@@ -36,12 +36,14 @@ class BundleSpec:
     num_train_tasks: int = 8000  # the decomposers' (and the no-decomposition synthesizer's) tasks
     synth_train_tasks: int = 16000  # the synthesizer's: the first num_train_tasks of them and more
     train_lengths: tuple[int, ...] = (1, 2, 3, 4)
-    d_model: int = 64
+    d_model: int = 64  # the decomposers'
+    synthesizer: str = "slots"  # the synthesizers' encoder (models.Synthesizer); older bundles: "tokens"
+    synth_d_model: int = 64  # the synthesizers'
     relations: bool = True  # the synthesizer's relation features (models.relation_features)
-    synth_steps: int = 3000
+    synth_steps: int = 4000
     synth_cosine: bool = True  # the synthesizer's learning rate decays to 0 (half a cosine)
     log_every: int = 500  # held-out synthesizer accuracy every this many steps (0: only at the end)
-    nodec_steps: int = 1000
+    nodec_steps: int = 3000  # the same recipe as the synthesizer's (cosine decay), on the decomposers' tasks
     decomposer_steps: int = 1000
     finetune: SADConfig = field(default_factory=SADConfig)
     finetune_seeds: tuple[int, ...] = (0,)
@@ -55,6 +57,7 @@ SIZES = {
         num_train_tasks=300,
         synth_train_tasks=300,
         synth_steps=60,
+        nodec_steps=60,
         log_every=0,
         decomposer_steps=60,
         finetune=SADConfig(steps=8),
@@ -70,6 +73,24 @@ def signature_hash(signature: str) -> int:
 
 def _half(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.to(torch.float16) for k, v in module.state_dict().items()}
+
+
+def _synthesizer(spec: BundleSpec | dict) -> Synthesizer:
+    """An untrained synthesizer of a bundle's size (``spec`` as a :class:`BundleSpec` or stored dict)."""
+    spec = spec if isinstance(spec, dict) else asdict(spec)
+    d = spec.get("synth_d_model", spec["d_model"])  # older bundles: one width for every model
+    return Synthesizer(d_model=d, ff=2 * d, relations=spec.get("relations", False))
+
+
+def _calibration(synth: Synthesizer, held) -> str:
+    """Top-1 / top-3 exact match of the GT statement given the GT subgoal on held-out steps."""
+    with torch.no_grad():
+        top = synth.log_probs(held.context, held.subgoal_block).topk(3, dim=1).indices
+    hit = top == held.statement[:, None]
+    return (
+        f"given GT subgoals on held-out steps: top-1 {hit[:, 0].float().mean():.3f}, "
+        f"top-3 {hit.any(1).float().mean():.3f}"
+    )
 
 
 def _held_out(decomposer: Decomposer, synth: Synthesizer, held) -> str:
@@ -100,38 +121,41 @@ def build_bundle(spec: BundleSpec, log=print, reuse: dict[str, dict] | None = No
         step_records(sample_tasks(np.random.default_rng(spec.data_seed + 1), 200, spec.train_lengths))
     )
     torch.manual_seed(spec.data_seed)
-    synth = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
+    synth = _synthesizer(spec)
 
     def accuracy(step: int) -> None:
         if step + 1 == spec.synth_steps or (spec.log_every and (step + 1) % spec.log_every == 0):
             synth.eval()
-            with torch.no_grad():
-                top = synth.log_probs(held.context, held.subgoal_block).topk(3, dim=1).indices
+            elapsed = time.perf_counter() - start
+            log(f"synthesizer step {step + 1}: {_calibration(synth, held)} ({elapsed:.0f} s)")
             synth.train()
-            hit = top == held.statement[:, None]
-            log(
-                f"synthesizer step {step + 1}, given GT subgoals on held-out steps: top-1 "
-                f"{hit[:, 0].float().mean():.3f}, top-3 {hit.any(1).float().mean():.3f} "
-                f"({time.perf_counter() - start:.0f} s)"
-            )
 
-    h = train_synthesizer(
-        synth,
-        synth_data,
-        "subgoal",
-        spec.synth_steps,
-        spec.batch_size,
-        seed=0,
-        on_step=accuracy,
-        cosine=spec.synth_cosine,
-    )
-    log(f"synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
-    nodec = Synthesizer(d_model=spec.d_model, ff=2 * spec.d_model, relations=spec.relations)
+    if "synthesizer" in reuse:
+        synth.load_state_dict({k: v.float() for k, v in reuse["synthesizer"].items()})
+        log(f"synthesizer: reused; {_calibration(synth.eval(), held)}")
+    else:
+        h = train_synthesizer(
+            synth,
+            synth_data,
+            "subgoal",
+            spec.synth_steps,
+            spec.batch_size,
+            seed=0,
+            on_step=accuracy,
+            cosine=spec.synth_cosine,
+        )
+        log(f"synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+        # SAD trains against the float16 weights the bundle stores (and the experiment loads), so a
+        # rebuild that reuses this synthesizer fine-tunes exactly as this one does
+        synth.load_state_dict({k: v.float() for k, v in _half(synth).items()})
+    nodec = _synthesizer(spec)
     if "no_decomposition" in reuse:
         nodec.load_state_dict({k: v.float() for k, v in reuse["no_decomposition"].items()})
         log("no-decomposition synthesizer: reused")
     else:
-        h = train_synthesizer(nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1)
+        h = train_synthesizer(
+            nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1, cosine=spec.synth_cosine
+        )
         log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
     base = Decomposer(d_model=spec.d_model, ff=2 * spec.d_model)
     if "sl_base" in reuse:
@@ -182,13 +206,16 @@ def build_bundle(spec: BundleSpec, log=print, reuse: dict[str, dict] | None = No
 
 def reusable(old: dict, spec: BundleSpec) -> dict[str, dict]:
     """The models of bundle ``old`` that ``spec`` would train identically (same data, sizes, steps and
-    seeds; none of them reads the synthesizer): the no-decomposition synthesizer, the SL decomposer and
-    its SL-continued fine-tunes. Anything trained against the synthesizer (SAD, RL-only) is retrained."""
+    seeds): the synthesizer, the no-decomposition synthesizer, the SL decomposer and its SL-continued
+    fine-tunes (none of which reads another model). SAD and RL-only are always retrained."""
     before, now = old["spec"], {**asdict(spec), "finetune": asdict(spec.finetune)}
     shared = ("num_train_tasks", "train_lengths", "d_model", "batch_size", "data_seed")
     same = lambda *keys: all(list(np.atleast_1d(before.get(k))) == list(np.atleast_1d(now[k])) for k in keys)  # noqa: E731
     out: dict[str, dict] = {}
-    if same(*shared, "relations", "nodec_steps"):
+    synthesizers = ("synthesizer", "synth_d_model", "relations", "synth_cosine")
+    if same(*shared, *synthesizers, "synth_train_tasks", "synth_steps"):
+        out["synthesizer"] = old["synthesizer"]
+    if same(*shared, *synthesizers, "nodec_steps"):
         out["no_decomposition"] = old["no_decomposition"]
     if same(*shared, "decomposer_steps"):
         out["sl_base"] = old["sl_base"]
@@ -213,8 +240,12 @@ def model_from(bundle: dict, key: str) -> torch.nn.Module:
     ``finetuned/<name>/<seed>``."""
     d = bundle["spec"]["d_model"]
     if key in ("synthesizer", "no_decomposition"):
-        relations = bundle["spec"].get("relations", False)  # bundles before the relation features
-        model: torch.nn.Module = Synthesizer(d_model=d, ff=2 * d, relations=relations)
+        if bundle["spec"].get("synthesizer", "tokens") != "slots":
+            raise ValueError(
+                "this bundle's synthesizers read token sequences (built before the slot synthesizer); "
+                "rebuild it with `python -m neurips26.methods.sad.checkpoints`"
+            )
+        model: torch.nn.Module = _synthesizer(bundle["spec"])
         state = bundle[key]
     else:
         model = Decomposer(d_model=d, ff=2 * d)

@@ -4,12 +4,13 @@
   and output (see :mod:`.tokens`); its decoder attends to all examples' encodings at once and generates
   the next subgoal, the next step's value on every example, token by token. It can therefore propose
   subgoals that are malformed, or well-formed but hard for the synthesizer: the phenomenon SAD targets.
-* :class:`Synthesizer` — reads each example's state plus a target (a subgoal, or the task output for the
-  no-decomposition baseline) and scores **every** candidate statement of :mod:`.executor` in one pass:
+* :class:`Synthesizer` — reads each example's variables and a target (a subgoal, or the task output for
+  the no-decomposition baseline) as one vector per value (a slot MLP), mixes them with a Transformer
+  encoder and scores **every** candidate statement of :mod:`.executor` in one pass:
   ``logit(op, lambda, a, b) = s_f(h) + q_{f,0}(h)·v_a + q_{f,1}(h)·v_b`` with ``h`` the pooled target
-  encoding and ``v_a`` the pooled encoding of variable ``a`` plus its embedded relation features
-  (:mod:`.relations`); type-incorrect candidates are masked. Its
-  log-softmax gives the exact cross-entropy of the GT statement (SAD's reward) and a beam for free.
+  encoding and ``v_a`` the encoding of variable ``a``'s slot, which carries its embedded relation
+  features to the target (:mod:`.relations`); type-incorrect candidates are masked. Its log-softmax
+  gives the exact cross-entropy of the GT statement (SAD's reward) and a beam for free.
 
 Both satisfy :class:`SolverScorer` / the decomposer API used by :mod:`.training` and :mod:`.search`.
 """
@@ -23,6 +24,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from neurips26.methods.sad import dsl
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.executor import CANDIDATES, KIND_ABSENT, CandidateSpace
 from neurips26.methods.sad.relations import NUM_RELATION_FEATURES, relation_features
@@ -59,17 +61,8 @@ def pack_live(pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return order, pad.gather(1, order), new_index
 
 
-def length_buckets(pad: torch.Tensor, rows_per_bucket: int = 128, max_buckets: int = 3) -> list[torch.Tensor]:
-    """Rows of ``pad [R, L]`` split into up to ``max_buckets`` groups of similar live length (sorted by
-    it), so that packing (:func:`pack_live`) pads each group only to its own longest row. Each row's
-    result does not depend on its group (its padded keys get zero weight)."""
-    count = max(1, min(max_buckets, pad.shape[0] // rows_per_bucket))
-    if count == 1:
-        return [torch.arange(pad.shape[0], device=pad.device)]
-    return list(torch.argsort((~pad).sum(1), stable=True).chunk(count))
-
-
 MAX_SUBGOAL_TOKENS = 3 * tok.VALUE_TOKENS + 3  # three list values, two separators, EOS
+VARIABLE_SLOT = 1 + tok.VALUE_TOKENS  # a variable's fixed slot in a state: its name, then its value
 
 
 @dataclass
@@ -102,6 +95,10 @@ def _encoder(d_model: int, heads: int, layers: int, ff: int) -> nn.TransformerEn
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 
 
+def _mlp(inputs: int, d_model: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inputs, 2 * d_model), nn.GELU(), nn.Linear(2 * d_model, d_model))
+
+
 def _check_tokens(name: str, tokens: torch.Tensor, vocab_size: int) -> None:
     if tokens.dtype != torch.long:
         raise TypeError(f"{name} must be a long tensor of token ids, got {tokens.dtype}")
@@ -115,15 +112,25 @@ def _check_tokens(name: str, tokens: torch.Tensor, vocab_size: int) -> None:
 class Synthesizer(nn.Module):
     """A frozen-able scoring synthesizer over the enumerated statement space (see module doc).
 
+    Each example is read as a handful of *value slots*: every program variable's fixed 8-token slot
+    (name, then ``[`` elements ``]`` or the int) and the target block each become one vector through an
+    MLP over their concatenated token embeddings (element ``k`` of a list always lands on the same
+    input weights, as in DeepCoder's value encoder), the variables' slots plus their embedded relation
+    features (:mod:`.relations`) to the target. A Transformer encoder then mixes the ``V + 1`` slots of
+    one example (absent variables masked); the target slot and the mean of the live slots give the
+    example's summary ``h``, each variable's slot its encoding ``v_a``, both averaged over examples.
+
     Parameters
     ----------
     d_model, heads, layers, ff:
-        Transformer encoder size (ours: 64-128 wide, 2 layers fit 2 CPU cores).
+        Transformer encoder size over the slots (ours: 64 wide, 2 layers).
+    token_dim:
+        Embedding width of one token inside a slot (the slot MLP reads ``8 * token_dim`` inputs).
     vocab_size:
         Token vocabulary (``tokens.VOCAB_SIZE``); a checkpoint with another vocabulary fails loudly.
     relations:
-        Add :func:`relation_features` (embedded, averaged over examples) to each variable's encoding
-        (ours: the calibration lever, see README).
+        Add :func:`relation_features` (embedded) to each variable's slot (ours: the calibration lever,
+        see README).
     """
 
     def __init__(
@@ -132,14 +139,16 @@ class Synthesizer(nn.Module):
         heads: int = 4,
         layers: int = 2,
         ff: int = 128,
+        token_dim: int = 24,
         vocab_size: int = tok.VOCAB_SIZE,
         space: CandidateSpace = CANDIDATES,
         relations: bool = True,
     ) -> None:
         super().__init__()
         self.vocab_size = vocab_size
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.position = nn.Embedding(MAX_POSITIONS, d_model)
+        self.embed = nn.Embedding(vocab_size, token_dim)
+        self.variable_slot = _mlp(VARIABLE_SLOT * token_dim, d_model)
+        self.target_slot = _mlp((1 + tok.TARGET_TOKENS) * token_dim, d_model)
         self.encoder = _encoder(d_model, heads, layers, ff)
         self.relations = (
             nn.Sequential(nn.Linear(NUM_RELATION_FEATURES, d_model), nn.GELU(), nn.Linear(d_model, d_model))
@@ -157,6 +166,15 @@ class Synthesizer(nn.Module):
         self.register_buffer("cand_arg1", torch.as_tensor(space.arg1), persistent=False)
         self.register_buffer("cand_kind0", torch.as_tensor(space.kind0), persistent=False)
         self.register_buffer("cand_kind1", torch.as_tensor(space.kind1), persistent=False)
+        # flat index of each candidate's terms in ``args [N, F, 2, V]`` (one gather instead of three
+        # broadcast advanced-indexing reads); the second argument of a unary candidate reads a zero
+        second = torch.where(self.cand_arg1 >= 0, self.cand_arg1, 0)
+        self.register_buffer(
+            "cand_first", (self.cand_function * 2) * dsl.MAX_VARIABLES + self.cand_arg0, persistent=False
+        )
+        self.register_buffer(
+            "cand_second", (self.cand_function * 2 + 1) * dsl.MAX_VARIABLES + second, persistent=False
+        )
         self.d_model = d_model
 
     def type_mask(self, kinds: torch.Tensor) -> torch.Tensor:
@@ -165,50 +183,43 @@ class Synthesizer(nn.Module):
         ok1 = torch.where(self.cand_arg1 >= 0, kinds[:, self.cand_arg1.clamp(min=0)] == self.cand_kind1, True)
         return ok0 & ok1
 
-    def components(
-        self, context: SynthContext, target: torch.Tensor, packed: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The parts of every candidate's logit: ``func [N, F]``, ``args [N, F, 2, V]`` and the type mask
-        ``[N, C]``. ``target`` is ``[N, E, 1 + TARGET_TOKENS]`` (``OUT`` then the target's tokens).
-        ``packed=False`` runs the encoder over the padded rows (the reference the packed path equals)."""
+    def encode(self, context: SynthContext, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The pooled target encoding ``h [N, d]`` and the variables' encodings ``[N, 10, d]`` (absent
+        variables are zero); ``target`` is ``[N, E, 1 + TARGET_TOKENS]`` (``OUT`` then its tokens)."""
         _check_tokens("state", context.state, self.vocab_size)
         _check_tokens("target", target, self.vocab_size)
         n, e, s = context.state.shape
-        seq = torch.cat([context.state, target], dim=2).reshape(n * e, -1)
-        if s > tok.state_width(10):
-            raise ValueError(f"state of {s} tokens exceeds {tok.state_width(10)} (ten variables)")
-        pad = seq == tok.PAD
-        pos = layout_positions(s, target.shape[2], seq.device)
-        x = self.embed(seq) + self.position(pos)
-        if packed:  # live tokens only, rows in buckets of similar length (see pack_live, length_buckets)
-            new_index = (torch.cumsum((~pad).long(), 1) - 1).clamp(min=0)  # packed slot of each live token
-            buckets = length_buckets(pad)
-        else:
-            new_index = torch.arange(seq.shape[1], device=seq.device).expand_as(seq)
-            buckets = [torch.arange(n * e, device=seq.device)]
-        var_index = new_index.gather(1, context.var_pos.clamp(min=0).reshape(n * e, -1))  # absent: masked
-        out_index = new_index[:, s]  # the OUT token
-        pooled, var_pooled, rows = [], [], []
-        for bucket in buckets:
-            order, packed_pad, _ = (
-                pack_live(pad[bucket]) if packed else (new_index[bucket], pad[bucket], None)
+        if s % VARIABLE_SLOT or s > tok.state_width(dsl.MAX_VARIABLES):
+            raise ValueError(
+                f"state width {s} must be a multiple of {VARIABLE_SLOT} tokens, at most "
+                f"{tok.state_width(dsl.MAX_VARIABLES)} (ten variables)"
             )
-            hidden = self.encoder(
-                x[bucket].gather(1, order[..., None].expand(-1, -1, self.d_model)),
-                src_key_padding_mask=packed_pad,
-            )
-            live = (~packed_pad)[..., None].float()
-            target_h = hidden.gather(1, out_index[bucket, None, None].expand(-1, 1, self.d_model))[:, 0]
-            mean_h = (hidden * live).sum(1) / live.sum(1).clamp(min=1)
-            pooled.append(torch.cat([target_h, mean_h], -1))
-            var_pooled.append(hidden.gather(1, var_index[bucket, :, None].expand(-1, -1, self.d_model)))
-            rows.append(bucket)
-        inverse = torch.argsort(torch.cat(rows))
-        h = self.pool(torch.cat(pooled)[inverse].reshape(n, e, -1)).mean(1)  # [N, d]
-        var_h = torch.cat(var_pooled)[inverse].reshape(n, e, -1, self.d_model).mean(1)  # [N, V, d]
+        if target.shape != (n, e, 1 + tok.TARGET_TOKENS):
+            expected, got = (n, e, 1 + tok.TARGET_TOKENS), tuple(target.shape)
+            raise ValueError(f"target must be [N, E, 1 + TARGET_TOKENS] = {expected}, got {got}")
+        v = s // VARIABLE_SLOT
+        variables = self.variable_slot(self.embed(context.state.reshape(n, e, v, VARIABLE_SLOT)).flatten(-2))
         if self.relations is not None:
-            rel = self.relations(relation_features(context.state, target)).mean(1)  # [N, V', d]
-            var_h = var_h + nn.functional.pad(rel, (0, 0, 0, var_h.shape[1] - rel.shape[1]))
+            variables = variables + self.relations(relation_features(context.state, target))
+        goal = self.target_slot(self.embed(target).flatten(-2))[:, :, None]
+        absent = torch.cat([context.kinds[:, :v] == KIND_ABSENT, context.kinds.new_zeros(n, 1).bool()], 1)
+        hidden = self.encoder(
+            torch.cat([variables, goal], 2).reshape(n * e, v + 1, -1),
+            src_key_padding_mask=absent.repeat_interleave(e, 0),
+        ).reshape(n, e, v + 1, -1)
+        live = (~absent)[:, None, :, None].float()
+        mean_h = (hidden * live).sum(2) / live.sum(2)
+        h = self.pool(torch.cat([hidden[:, :, v], mean_h], -1)).mean(1)  # [N, d]
+        var_h = (hidden[:, :, :v] * live[:, :, :v]).mean(1)  # [N, V, d]
+        return h, nn.functional.pad(var_h, (0, 0, 0, dsl.MAX_VARIABLES - v))
+
+    def components(
+        self, context: SynthContext, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The parts of every candidate's logit: ``func [N, F]``, ``args [N, F, 2, 10]`` and the type
+        mask ``[N, C]`` (``target`` as in :meth:`encode`)."""
+        h, var_h = self.encode(context, target)
+        n = h.shape[0]
         fe = self.function_embed.weight  # [F, d]
         func = self.function_score(torch.nn.functional.gelu(h[:, None] + fe[None])).squeeze(-1)  # [N, F]
         hf = torch.nn.functional.gelu(self.arg_hidden(h)[:, None] + fe[None])  # [N, F, d]
@@ -216,18 +227,13 @@ class Synthesizer(nn.Module):
         args = torch.einsum("nfjd,nvd->nfjv", q, var_h) / math.sqrt(self.d_model)
         return func, args, self.type_mask(context.kinds)
 
-    def log_probs(self, context: SynthContext, target: torch.Tensor, packed: bool = True) -> torch.Tensor:
-        """``[N, C]`` log p(candidate | state, target) over all candidates; masked ones are ``-inf``
-        (``packed``: see :meth:`components`)."""
-        func, args, mask = self.components(context, target, packed)
-        n = func.shape[0]
-        rows = torch.arange(n, device=func.device)[:, None]
-        logits = func[:, self.cand_function]
-        logits = logits + args[rows, self.cand_function, 0, self.cand_arg0]
-        second = args[rows, self.cand_function, 1, self.cand_arg1.clamp(min=0)]
-        logits = logits + torch.where(self.cand_arg1 >= 0, second, torch.zeros_like(second))
-        logits = logits.masked_fill(~mask, float("-inf"))
-        return torch.log_softmax(logits, dim=-1)
+    def log_probs(self, context: SynthContext, target: torch.Tensor) -> torch.Tensor:
+        """``[N, C]`` log p(candidate | state, target) over all candidates; masked ones are ``-inf``."""
+        func, args, mask = self.components(context, target)
+        flat = args.flatten(1)
+        second = torch.where(self.cand_arg1 >= 0, flat[:, self.cand_second], 0.0)
+        logits = func[:, self.cand_function] + flat[:, self.cand_first] + second
+        return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
 
     def score(self, context: SynthContext, subgoal: torch.Tensor, statement: torch.Tensor) -> torch.Tensor:
         """:class:`SolverScorer`: ``[N]`` log p(statement | context, subgoal tokens ``[N, T]``)."""

@@ -128,7 +128,7 @@ def chunk_subgoal_tokens(tokens: torch.Tensor, num_examples: int) -> torch.Tenso
 
     Any token sequence maps to a block, so the frozen synthesizer can score malformed subgoals too.
     """
-    n, length = tokens.shape
+    n = tokens.shape[0]
     block = torch.full((n, num_examples, 1 + TARGET_TOKENS), PAD, dtype=torch.long, device=tokens.device)
     block[:, :, 0] = OUT
     is_eos = tokens == EOS
@@ -136,14 +136,10 @@ def chunk_subgoal_tokens(tokens: torch.Tensor, num_examples: int) -> torch.Tenso
     is_sep = (tokens == SEP) & alive
     chunk = torch.cumsum(is_sep.long(), dim=1) - is_sep.long()
     content = alive & ~is_sep & (tokens != PAD) & (tokens != BOS)
-    # position of each content token inside its chunk
-    within = torch.zeros_like(tokens)
-    counter = torch.zeros(n, num_examples + length, dtype=torch.long, device=tokens.device)
-    rows = torch.arange(n, device=tokens.device)
-    for t in range(length):
-        c = chunk[:, t]
-        within[:, t] = counter[rows, c]
-        counter[rows, c] += content[:, t].long()
+    # position of each content token inside its chunk: content tokens before it, less those before the
+    # chunk's separator (the count is non-decreasing, so a running max reads the latest separator's)
+    before = torch.cumsum(content.long(), dim=1) - content.long()
+    within = before - torch.cummax(torch.where(is_sep, before, 0), dim=1).values
     keep = content & (chunk < num_examples) & (within < TARGET_TOKENS)
     r, t = torch.nonzero(keep, as_tuple=True)
     block[r, chunk[r, t], 1 + within[r, t]] = tokens[r, t]
