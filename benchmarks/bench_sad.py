@@ -137,7 +137,8 @@ def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps
     """Wall time of each part of a SAD update vs an SL update on the same batches."""
     from collections import defaultdict
 
-    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage, supervised_loss
+    from neurips26.methods.sad.policy import sup_and_policy_terms
+    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage
 
     config = SADConfig(batch_size=64)
     best: dict[str, float] = {}
@@ -159,13 +160,10 @@ def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps
                 synth, data.context.index(rows), pair[:n], pair[n:], data.statement[rows]
             )
             parts["rewards"] += time.perf_counter() - t
-            t = time.perf_counter()
-            sup = supervised_loss(model, context, data.subgoal_seq[rows], encoded)
-            parts["L_sup decode"] += time.perf_counter() - t
-            t = time.perf_counter()
-            logp, entropy = model.sequence_stats(context, pair[:n], encoded)
+            t = time.perf_counter()  # as train_sad: one grouped pass (GT subgoal + sample, shared memory K/V)
+            sup, logp, entropy = sup_and_policy_terms(model, encoded, data.subgoal_seq[rows], pair[:n])
             loss, _ = sad_loss(sup, logp, entropy, scst_advantage(r_s, r_g), config)
-            parts["policy decode"] += time.perf_counter() - t
+            parts["L_sup + policy decode"] += time.perf_counter() - t
             t = time.perf_counter()
             optimizer.zero_grad()
             loss.backward()

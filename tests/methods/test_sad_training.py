@@ -13,6 +13,7 @@ import torch
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
 from neurips26.methods.sad.models import Decomposer, Synthesizer, layout_positions, length_buckets
+from neurips26.methods.sad.policy import grouped_teacher_forced_logits, sup_and_policy_terms
 from neurips26.methods.sad.relations import relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.training import (
@@ -367,3 +368,65 @@ def test_compacted_memory_and_shared_groups_decode_like_the_full_memory(data):
         stepped = torch.stack([dec.decode_step(doubled[:, t], cache) for t in range(prefix.shape[1])], 1)
     torch.testing.assert_close(stepped[::2], full, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(stepped[1::2], full, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_sup_and_policy_pass_equals_the_two_reference_passes(data):
+    """One grouped decoder pass over the compacted memory gives L_sup, log pi(sample) and the entropy of
+    the two teacher-forced passes, with the same gradients (to float rounding)."""
+    dec = tiny_decomposer(8).train()
+    context = data.decomposer_input()
+    sample = dec.generate(context, greedy=False, generator=torch.Generator().manual_seed(1))[:, :9]
+    sample[0, 8] = tok.SEP  # a sample still running at the cut: no EOS, the widest row
+    results = []
+    for grouped in (False, True):
+        dec.zero_grad()
+        encoded = dec.encode(context)
+        if grouped:
+            terms = sup_and_policy_terms(dec, encoded, data.subgoal_seq, sample)
+            logits = grouped_teacher_forced_logits(
+                dec, *encoded, torch.stack([data.subgoal_seq, data.subgoal_seq], 1)
+            )
+            assert encoded[1].any()  # the memory has padding the grouped pass drops
+        else:
+            terms = (
+                supervised_loss(dec, context, data.subgoal_seq, encoded),
+                *dec.sequence_stats(context, sample, encoded),
+            )
+            logits = dec.teacher_forced_logits(context, data.subgoal_seq, encoded)
+        sup, logp, entropy = terms
+        (0.5 * sup - (torch.linspace(-1, 1, len(logp)) * logp).mean() - 0.1 * entropy.mean()).backward()
+        results.append((terms, logits.detach(), [p.grad.clone() for p in dec.parameters()]))
+    (ref_terms, ref_logits, ref_grads), (terms, logits, grads) = results
+    for a, b in zip(terms, ref_terms, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(logits[:, 0], ref_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(logits[:, 1], ref_logits, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    # the check sees a wrong target: the greedy decode's terms differ from the sample's
+    greedy = dec.generate(context, greedy=True)
+    assert not torch.allclose(
+        sup_and_policy_terms(dec, dec.encode(context), data.subgoal_seq, greedy)[1], terms[1]
+    )
+
+
+def test_fused_sad_update_equals_the_reference_passes(data):
+    """train_sad's fused path follows the two-pass reference (rl_weight > 0, entropy on) to float
+    rounding, so skipping it at rl_weight = entropy_coef = 0 cannot hide a wrong fused path."""
+    base = tiny_decomposer(9)
+    cfg = SADConfig(rl_weight=1.0, entropy_coef=0.05, steps=3, batch_size=8)
+    fused, ref = copy.deepcopy(base), copy.deepcopy(base)
+    h_fused = train_sad(fused, tiny_synth(), data, cfg, seed=4)
+    h_ref = train_sad(ref, tiny_synth(), data, cfg, seed=4, fused=False)
+    for key in ("loss", "sup", "rl", "entropy"):
+        assert [r[key] for r in h_fused.rows] == pytest.approx(
+            [r[key] for r in h_ref.rows], rel=1e-4, abs=1e-5
+        )
+    d = base.d_model
+    for (name, a), b in zip(fused.state_dict().items(), ref.state_dict().values(), strict=True):
+        if name.endswith("in_proj_bias"):  # key biases: gradient 0 up to rounding, which Adam scales to ~lr
+            assert float((a[d : 2 * d] - b[d : 2 * d]).abs().max()) <= cfg.steps * cfg.lr * 1.01, name
+            a, b = torch.cat([a[:d], a[2 * d :]]), torch.cat([b[:d], b[2 * d :]])
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+    changed = zip(base.state_dict().values(), fused.state_dict().values(), strict=True)
+    assert any(not torch.equal(a, b) for a, b in changed)
