@@ -12,7 +12,13 @@ import torch
 
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
-from neurips26.methods.sad.models import Decomposer, Synthesizer, layout_positions, length_buckets
+from neurips26.methods.sad.models import (
+    MAX_SUBGOAL_TOKENS,
+    Decomposer,
+    Synthesizer,
+    layout_positions,
+    length_buckets,
+)
 from neurips26.methods.sad.policy import grouped_teacher_forced_logits, sup_and_policy_terms
 from neurips26.methods.sad.relations import relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
@@ -118,9 +124,9 @@ def test_entropy_and_log_prob_by_hand(data):
         logp_seq, entropy = dec.sequence_stats(context, sample)
         logits = dec.teacher_forced_logits(context, sample)
     for n in range(2):
-        steps = int((sample[n] != tok.PAD).sum())
-        p = torch.softmax(logits[n, :steps].double(), -1)
-        hand_lp = sum(math.log(float(p[t, sample[n, t]])) for t in range(steps))
+        steps = [t for t in range(sample.shape[1]) if sample[n, t] != tok.PAD]  # a sampled PAD: no term
+        p = torch.softmax(logits[n, steps].double(), -1)
+        hand_lp = sum(math.log(float(p[i, sample[n, t]])) for i, t in enumerate(steps))
         hand_h = float(-(p * p.log()).sum(-1).mean())
         assert float(logp_seq[n]) == pytest.approx(hand_lp, rel=1e-4)
         assert float(entropy[n]) == pytest.approx(hand_h, rel=1e-4)
@@ -343,9 +349,10 @@ def test_packed_synthesizer_and_fast_rewards_equal_the_padded_reference():
     assert synth.embed.weight.grad is not None and float(synth.embed.weight.grad.abs().sum()) > 0
 
 
-def test_inverse_cdf_sampling_follows_the_distribution():
+def test_exponential_race_sampling_follows_the_distribution():
     probs = torch.tensor([[0.0, 0.2, 0.0, 0.5, 0.3]]).expand(20_000, -1)
-    draws = Decomposer.sample_tokens(probs, torch.Generator().manual_seed(0))
+    logits = probs.log() + 1.7  # argmax(logits + noise): any shift of the logits draws the same
+    draws = (logits + Decomposer.race_noise(probs.shape, torch.Generator().manual_seed(0))).argmax(-1)
     freq = torch.bincount(draws, minlength=5).float() / len(draws)
     assert freq[0] == 0 and freq[2] == 0  # zero-probability tokens are never drawn
     torch.testing.assert_close(freq, probs[0], atol=0.015, rtol=0)
@@ -430,3 +437,53 @@ def test_fused_sad_update_equals_the_reference_passes(data):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
     changed = zip(base.state_dict().values(), fused.state_dict().values(), strict=True)
     assert any(not torch.equal(a, b) for a, b in changed)
+
+
+def test_dropping_finished_contexts_changes_no_token(data):
+    """generate drops contexts whose rows have all ended (and their cache rows): the same tokens as
+    decoding every row to the end, sampled (one noise draw per rollout) or greedy; greedy decoding equals
+    the argmax of the uncached full-prefix decoder."""
+    dec = tiny_decomposer(10)
+    with torch.no_grad():
+        dec.head.bias[tok.EOS] += 3.0  # rollouts of varied lengths, as a trained decomposer's
+    context = data.decomposer_input()
+    n = context.shape[0]
+    mixed = torch.arange(2 * n) >= n
+    for temperature in (1.0, 0.7):
+        kept, dropped = (
+            dec.generate(
+                context,
+                mixed,
+                torch.Generator().manual_seed(2),
+                temperature=temperature,
+                repeat=2,
+                drop_finished=drop,
+            )
+            for drop in (False, True)
+        )
+        assert torch.equal(kept, dropped)
+    lengths = (dropped != tok.PAD).sum(1)
+    per_context = torch.maximum(lengths[:n], lengths[n:])
+    assert float((per_context < per_context.max()).float().mean()) >= Decomposer.drop_fraction  # dropped
+    with torch.no_grad():
+        memory, pad = dec.encode(context)
+        prefix = torch.full((n, 1), tok.BOS)
+        done = torch.zeros(n, dtype=torch.bool)
+        for _ in range(MAX_SUBGOAL_TOKENS):
+            nxt = dec.decode(memory, pad, prefix)[:, -1].argmax(-1).masked_fill(done, tok.PAD)
+            done = done | (nxt == tok.EOS)
+            prefix = torch.cat([prefix, nxt[:, None]], 1)
+    assert torch.equal(dec.generate(context, greedy=True), prefix[:, 1:])
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_sampled_rollouts_follow_the_policy(data, temperature):
+    """The first sampled token's frequencies match softmax(logits / temperature) of the decoder."""
+    dec = tiny_decomposer(11)
+    context = data.decomposer_input(slice(0, 1)).expand(6000, -1, -1)
+    draws = dec.generate(context, False, torch.Generator().manual_seed(0), max_len=1, temperature=temperature)
+    with torch.no_grad():
+        probs = torch.softmax(dec.teacher_forced_logits(context[:1], draws[:1])[0, 0] / temperature, -1)
+    freq = torch.bincount(draws[:, 0], minlength=len(probs)).float() / len(draws)
+    torch.testing.assert_close(freq, probs, atol=0.02, rtol=0)
+    assert float(probs.max()) < 0.9  # not a near-deterministic policy: the check can see a wrong sampler
