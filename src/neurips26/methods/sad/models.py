@@ -333,12 +333,8 @@ class Decomposer(nn.Module):
         q = query.view(n, g, heads, dh).transpose(1, 2).reshape(n * heads, g, dh)
         scores = torch.bmm(q, key.view(n * heads, dh, m)).view(n, heads, g, m) + bias
         probs = torch.softmax(scores, -1).view(n * heads, g, m)
-        return (
-            torch.bmm(probs, value.view(n * heads, m, dh))
-            .view(n, heads, g, dh)
-            .transpose(1, 2)
-            .reshape(rows, -1)
-        )
+        out = torch.bmm(probs, value.view(n * heads, m, dh)).view(n, heads, g, dh)
+        return out.transpose(1, 2).reshape(rows, -1)
 
     @staticmethod
     def _self_attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
@@ -403,23 +399,28 @@ class Decomposer(nn.Module):
     def reorder_cache(cache: dict, rows: torch.Tensor) -> dict:
         """The cache of rows ``rows`` (beam search keeps its surviving hypotheses, generation drops
         finished contexts). Blocks of ``group`` rows that read one memory row keep a shared
-        cross-attention cache (selected, or untouched if unchanged); any other reordering expands it."""
+        cross-attention cache (selected, or untouched if unchanged); any other reordering expands it.
+        A selected cache keeps only as many memory columns as its longest row has live positions (they
+        are packed to the front, :meth:`compact_memory`)."""
         g = cache["group"]
         selfs = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in cache["self"]]
         memory_rows = torch.div(rows, g, rounding_mode="floor")
         blocks = memory_rows.view(-1, g) if len(rows) % g == 0 else None
         if blocks is not None and bool((blocks == blocks[:, :1]).all()):
             keep = blocks[:, 0]
-            if len(keep) == cache["mask"].shape[0] and bool(
-                (keep == torch.arange(len(keep), device=keep.device)).all()
-            ):
+            if torch.equal(keep, torch.arange(cache["mask"].shape[0], device=keep.device)):
                 return {**cache, "self": selfs}
         else:
             keep, g = memory_rows, 1
+        mask = cache["mask"][keep]
+        width = max(int((mask == 0).sum(-1).max()), 1)
         return {
             **cache,
-            "cross": [tuple(t[keep] for t in kv) for kv in cache["cross"]],
-            "mask": cache["mask"][keep],
+            "cross": [
+                (k[..., :width][keep].contiguous(), v[:, :, :width][keep].contiguous())
+                for k, v in cache["cross"]
+            ],
+            "mask": mask[..., :width],
             "self": selfs,
             "group": g,
         }
@@ -509,10 +510,15 @@ class Decomposer(nn.Module):
         done = torch.zeros(rows, dtype=torch.bool, device=context.device)
         tokens = torch.full((rows, max_len), tok.PAD, dtype=torch.long, device=context.device)
         live = None  # internal rows still in the batch (None: all)
+        first = 0  # the step that noise[0] is for
         for step in range(max_len):
             logits = self.decode_step(nxt, cache)
             logits = logits if scale is None else logits * scale
-            nxt = (logits if noise is None else logits + noise[step]).argmax(-1).masked_fill_(done, tok.PAD)
+            nxt = (
+                (logits if noise is None else logits + noise[step - first])
+                .argmax(-1)
+                .masked_fill_(done, tok.PAD)
+            )
             if live is None:
                 tokens[:, step] = nxt
             else:
@@ -528,7 +534,8 @@ class Decomposer(nn.Module):
                 ).reshape(-1)
                 cache = self.reorder_cache(cache, keep)
                 nxt, done = nxt[keep], done[keep]
-                noise = None if noise is None else noise[:, keep]
+                noise = None if noise is None else noise[step + 1 - first :, keep]  # the steps to come
+                first = step + 1
                 scale = None if scale is None else scale[keep]
                 live = keep if live is None else live[keep]
         return tokens.view(n, repeat, max_len).transpose(0, 1).reshape(rows, max_len)
