@@ -109,26 +109,22 @@ def bench_updates(repeats: int, steps: int = 5) -> None:
     pair = dec.generate(context, greedy, generator, repeat=2, encoded=encoded)
     sc, st = data.context.index(rows), data.statement[rows]
     t_rew = best_of(lambda: paired_rewards(synth, sc, pair[:64], pair[64:], st), repeats)
-    both = sc.index(torch.cat([rows, rows]))
 
     @torch.no_grad()
-    def padded_two_passes() -> None:  # the first implementation: padded rows, one pass per subgoal set
+    def two_passes() -> None:  # sample and greedy scored separately, every sample rescored
         for o in (0, 64):
-            block = tok.chunk_subgoal_tokens(pair[o : o + 64], sc.state.shape[1])
-            synth.log_probs(both.index(torch.arange(64) + o), block, packed=False).gather(1, st[:, None])
+            synth.score(sc, pair[o : o + 64], st)
 
-    t_two = best_of(padded_two_passes, repeats)
+    t_two = best_of(two_passes, repeats)
     t_old = best_of(
         lambda: _generate_uncached(dec, torch.cat([context, context]), greedy, generator), repeats
     )
     same = float((pair[:64] == pair[64:]).all(1).float().mean())
-    live = float((sc.state != tok.PAD).float().mean())
     print(
         f"  SAD parts: rollouts (sample + greedy, one encoder pass, KV cache, shared packed memory) "
         f"{1e3 * t_gen:.0f} ms (uncached full-prefix decoding: {1e3 * t_old:.0f} ms); frozen-synthesizer "
-        f"rewards in one packed pass {1e3 * t_rew:.0f} ms (padded, two passes: {1e3 * t_two:.0f} ms; "
-        f"{live:.0%} of state tokens are live; {same:.0%} of samples equal the greedy decode and are not "
-        f"rescored)"
+        f"rewards in one pass {1e3 * t_rew:.0f} ms (two passes: {1e3 * t_two:.0f} ms; {same:.0%} of "
+        f"samples equal the greedy decode and are not rescored)"
     )
     _update_parts(dec, synth, data, repeats)
 
@@ -137,7 +133,8 @@ def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps
     """Wall time of each part of a SAD update vs an SL update on the same batches."""
     from collections import defaultdict
 
-    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage, supervised_loss
+    from neurips26.methods.sad.policy import sup_and_policy_terms
+    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage
 
     config = SADConfig(batch_size=64)
     best: dict[str, float] = {}
@@ -159,13 +156,10 @@ def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps
                 synth, data.context.index(rows), pair[:n], pair[n:], data.statement[rows]
             )
             parts["rewards"] += time.perf_counter() - t
-            t = time.perf_counter()
-            sup = supervised_loss(model, context, data.subgoal_seq[rows], encoded)
-            parts["L_sup decode"] += time.perf_counter() - t
-            t = time.perf_counter()
-            logp, entropy = model.sequence_stats(context, pair[:n], encoded)
+            t = time.perf_counter()  # as train_sad: one grouped pass (GT subgoal + sample, shared memory K/V)
+            sup, logp, entropy = sup_and_policy_terms(model, encoded, data.subgoal_seq[rows], pair[:n])
             loss, _ = sad_loss(sup, logp, entropy, scst_advantage(r_s, r_g), config)
-            parts["policy decode"] += time.perf_counter() - t
+            parts["L_sup + policy decode"] += time.perf_counter() - t
             t = time.perf_counter()
             optimizer.zero_grad()
             loss.backward()

@@ -12,7 +12,8 @@ import torch
 
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.config import SADConfig
-from neurips26.methods.sad.models import Decomposer, Synthesizer
+from neurips26.methods.sad.models import MAX_SUBGOAL_TOKENS, Decomposer, Synthesizer
+from neurips26.methods.sad.policy import grouped_teacher_forced_logits, sup_and_policy_terms
 from neurips26.methods.sad.relations import relation_features
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.training import (
@@ -141,9 +142,9 @@ def test_entropy_and_log_prob_by_hand(data):
         logp_seq, entropy = dec.sequence_stats(context, sample)
         logits = dec.teacher_forced_logits(context, sample)
     for n in range(2):
-        steps = int((sample[n] != tok.PAD).sum())
-        p = torch.softmax(logits[n, :steps].double(), -1)
-        hand_lp = sum(math.log(float(p[t, sample[n, t]])) for t in range(steps))
+        steps = [t for t in range(sample.shape[1]) if sample[n, t] != tok.PAD]  # a sampled PAD: no term
+        p = torch.softmax(logits[n, steps].double(), -1)
+        hand_lp = sum(math.log(float(p[i, sample[n, t]])) for i, t in enumerate(steps))
         hand_h = float(-(p * p.log()).sum(-1).mean())
         assert float(logp_seq[n]) == pytest.approx(hand_lp, rel=1e-4)
         assert float(entropy[n]) == pytest.approx(hand_h, rel=1e-4)
@@ -333,9 +334,10 @@ def test_synthesizer_rejects_misshapen_input(data):
         synth.log_probs(data.context, data.subgoal_block[:, :, :5])
 
 
-def test_inverse_cdf_sampling_follows_the_distribution():
+def test_exponential_race_sampling_follows_the_distribution():
     probs = torch.tensor([[0.0, 0.2, 0.0, 0.5, 0.3]]).expand(20_000, -1)
-    draws = Decomposer.sample_tokens(probs, torch.Generator().manual_seed(0))
+    logits = probs.log() + 1.7  # argmax(logits + noise): any shift of the logits draws the same
+    draws = (logits + Decomposer.race_noise(probs.shape, torch.Generator().manual_seed(0))).argmax(-1)
     freq = torch.bincount(draws, minlength=5).float() / len(draws)
     assert freq[0] == 0 and freq[2] == 0  # zero-probability tokens are never drawn
     torch.testing.assert_close(freq, probs[0], atol=0.015, rtol=0)
@@ -358,3 +360,115 @@ def test_compacted_memory_and_shared_groups_decode_like_the_full_memory(data):
         stepped = torch.stack([dec.decode_step(doubled[:, t], cache) for t in range(prefix.shape[1])], 1)
     torch.testing.assert_close(stepped[::2], full, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(stepped[1::2], full, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_sup_and_policy_pass_equals_the_two_reference_passes(data):
+    """One grouped decoder pass over the compacted memory gives L_sup, log pi(sample) and the entropy of
+    the two teacher-forced passes, with the same gradients (to float rounding)."""
+    dec = tiny_decomposer(8).train()
+    context = data.decomposer_input()
+    sample = dec.generate(context, greedy=False, generator=torch.Generator().manual_seed(1))[:, :9]
+    sample[0, 8] = tok.SEP  # a sample still running at the cut: no EOS, the widest row
+    results = []
+    for grouped in (False, True):
+        dec.zero_grad()
+        encoded = dec.encode(context)
+        if grouped:
+            terms = sup_and_policy_terms(dec, encoded, data.subgoal_seq, sample)
+            logits = grouped_teacher_forced_logits(
+                dec, *encoded, torch.stack([data.subgoal_seq, data.subgoal_seq], 1)
+            )
+            assert encoded[1].any()  # the memory has padding the grouped pass drops
+        else:
+            terms = (
+                supervised_loss(dec, context, data.subgoal_seq, encoded),
+                *dec.sequence_stats(context, sample, encoded),
+            )
+            logits = dec.teacher_forced_logits(context, data.subgoal_seq, encoded)
+        sup, logp, entropy = terms
+        (0.5 * sup - (torch.linspace(-1, 1, len(logp)) * logp).mean() - 0.1 * entropy.mean()).backward()
+        results.append((terms, logits.detach(), [p.grad.clone() for p in dec.parameters()]))
+    (ref_terms, ref_logits, ref_grads), (terms, logits, grads) = results
+    for a, b in zip(terms, ref_terms, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(logits[:, 0], ref_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(logits[:, 1], ref_logits, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    # the check sees a wrong target: the greedy decode's terms differ from the sample's
+    greedy = dec.generate(context, greedy=True)
+    assert not torch.allclose(
+        sup_and_policy_terms(dec, dec.encode(context), data.subgoal_seq, greedy)[1], terms[1]
+    )
+
+
+def test_fused_sad_update_equals_the_reference_passes(data):
+    """train_sad's fused path follows the two-pass reference (rl_weight > 0, entropy on) to float
+    rounding, so skipping it at rl_weight = entropy_coef = 0 cannot hide a wrong fused path."""
+    base = tiny_decomposer(9)
+    cfg = SADConfig(rl_weight=1.0, entropy_coef=0.05, steps=3, batch_size=8)
+    fused, ref = copy.deepcopy(base), copy.deepcopy(base)
+    h_fused = train_sad(fused, tiny_synth(), data, cfg, seed=4)
+    h_ref = train_sad(ref, tiny_synth(), data, cfg, seed=4, fused=False)
+    for key in ("loss", "sup", "rl", "entropy"):
+        assert [r[key] for r in h_fused.rows] == pytest.approx(
+            [r[key] for r in h_ref.rows], rel=1e-4, abs=1e-5
+        )
+    d = base.d_model
+    for (name, a), b in zip(fused.state_dict().items(), ref.state_dict().values(), strict=True):
+        if name.endswith("in_proj_bias"):  # key biases: gradient 0 up to rounding, which Adam scales to ~lr
+            assert float((a[d : 2 * d] - b[d : 2 * d]).abs().max()) <= cfg.steps * cfg.lr * 1.01, name
+            a, b = torch.cat([a[:d], a[2 * d :]]), torch.cat([b[:d], b[2 * d :]])
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+    changed = zip(base.state_dict().values(), fused.state_dict().values(), strict=True)
+    assert any(not torch.equal(a, b) for a, b in changed)
+
+
+def test_dropping_finished_contexts_changes_no_token(data):
+    """generate drops contexts whose rows have all ended (and their cache rows): the same tokens as
+    decoding every row to the end, sampled (one noise draw per rollout) or greedy; greedy decoding equals
+    the argmax of the uncached full-prefix decoder."""
+    dec = tiny_decomposer(10)
+    with torch.no_grad():
+        dec.head.bias[tok.EOS] += 3.0  # rollouts of varied lengths, as a trained decomposer's
+    context = data.decomposer_input()
+    n = context.shape[0]
+    mixed = torch.arange(2 * n) >= n
+    for temperature in (1.0, 0.7):
+        kept, dropped = (
+            dec.generate(
+                context,
+                mixed,
+                torch.Generator().manual_seed(2),
+                temperature=temperature,
+                repeat=2,
+                drop_finished=drop,
+            )
+            for drop in (False, True)
+        )
+        assert torch.equal(kept, dropped)
+    lengths = (dropped != tok.PAD).sum(1)
+    per_context = torch.maximum(lengths[:n], lengths[n:])
+    assert float((per_context < per_context.max()).float().mean()) >= Decomposer.drop_fraction  # dropped
+    with torch.no_grad():
+        memory, pad = dec.encode(context)
+        prefix = torch.full((n, 1), tok.BOS)
+        done = torch.zeros(n, dtype=torch.bool)
+        for _ in range(MAX_SUBGOAL_TOKENS):
+            nxt = dec.decode(memory, pad, prefix)[:, -1].argmax(-1).masked_fill(done, tok.PAD)
+            done = done | (nxt == tok.EOS)
+            prefix = torch.cat([prefix, nxt[:, None]], 1)
+    assert torch.equal(dec.generate(context, greedy=True), prefix[:, 1:])
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_sampled_rollouts_follow_the_policy(data, temperature):
+    """The first sampled token's frequencies match softmax(logits / temperature) of the decoder."""
+    dec = tiny_decomposer(11)
+    context = data.decomposer_input(slice(0, 1)).expand(6000, -1, -1)
+    draws = dec.generate(context, False, torch.Generator().manual_seed(0), max_len=1, temperature=temperature)
+    with torch.no_grad():
+        probs = torch.softmax(dec.teacher_forced_logits(context[:1], draws[:1])[0, 0] / temperature, -1)
+    freq = torch.bincount(draws[:, 0], minlength=len(probs)).float() / len(draws)
+    torch.testing.assert_close(freq, probs, atol=0.02, rtol=0)
+    assert float(probs.max()) < 0.9  # not a near-deterministic policy: the check can see a wrong sampler

@@ -44,21 +44,14 @@ def layout_positions(state_width: int, target_width: int, device: torch.device |
     return torch.cat([state, target])
 
 
-def pack_live(pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Pack every row's live (non-padding) positions of ``pad [R, L]`` to the front.
-
-    Returns ``order [R, W]`` (original position of each packed slot, ``W`` = the most live positions of
-    any row), the packed padding mask ``[R, W]`` and ``new_index [R, L]`` (packed slot of each original
-    live position). An encoder over the packed rows computes exactly what it computes over the padded
-    ones at every live position (positions are embedded before packing; padded keys get weight
-    ``exp(-inf) = 0``) for a fraction of the tokens: our states are ~70 % padding.
-    """
-    live = ~pad
+def pack_live(pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pack every row's live (non-padding) positions of ``pad [R, L]`` to the front: ``order [R, W]``
+    (original position of each packed slot, ``W`` = the most live positions of any row) and the packed
+    padding mask ``[R, W]``."""
     order = torch.argsort(pad.to(torch.int8), dim=1, stable=True)
-    width = max(int(live.sum(1).max()), 1) if pad.numel() else 1
+    width = max(int((~pad).sum(1).max()), 1) if pad.numel() else 1
     order = order[:, :width]
-    new_index = (torch.cumsum(live.long(), 1) - 1).clamp(min=0)
-    return order, pad.gather(1, order), new_index
+    return order, pad.gather(1, order)
 
 
 MAX_SUBGOAL_TOKENS = 3 * tok.VALUE_TOKENS + 3  # three list values, two separators, EOS
@@ -284,6 +277,8 @@ class Decomposer(nn.Module):
         )
         self.head = nn.Linear(d_model, vocab_size)
 
+    drop_fraction = 1 / 3  # generate drops finished contexts once they are this share of its batch
+
     def encode(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``context [N, E, T]`` -> memory ``[N, E*T, d]`` and its padding mask ``[N, E*T]``."""
         _check_tokens("context", context, self.vocab_size)
@@ -323,39 +318,32 @@ class Decomposer(nn.Module):
 
     @staticmethod
     def _cross_attend(
-        attn: nn.MultiheadAttention,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        bias: torch.Tensor,
+        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor
     ) -> torch.Tensor:
-        """``attn`` for one query position per row, ``query [N*G, 1, d]``, where the ``G`` consecutive rows
-        ``n*G .. n*G+G-1`` share memory row ``n``: cached keys ``[N, H, d/H, M]`` (transposed), values
-        ``[N, H, M, d/H]``, ``bias [N, 1, 1, M]`` (0 or ``-inf`` for padding). The ``G`` queries of a memory
-        row go through one matrix product (sample and greedy rollouts, or a beam, share the memory):
-        for single queries, plain batched products beat the fused CPU attention kernel several times."""
-        rows, _, d = query.shape
-        n, heads, dh, m = key.shape
+        """Attention of one projected, scaled query per row, ``query [N*G, H, d/H]``, where the ``G``
+        consecutive rows ``n*G .. n*G+G-1`` share memory row ``n``: cached keys ``[N, H, d/H, M]``
+        (transposed), values ``[N, H, M, d/H]``, ``bias [N, 1, 1, M]`` (0 or ``-inf`` for padding). The ``G``
+        queries of a memory row go through one matrix product (sample and greedy rollouts, or a beam,
+        share the memory): for single queries, plain batched products beat the fused CPU attention kernel
+        several times. Returns the heads' outputs ``[N*G, H*d/H]`` (before the output projection)."""
+        rows, heads, dh = query.shape
+        n, _, _, m = key.shape
         g = rows // n
-        q = nn.functional.linear(query, attn.in_proj_weight[:d], attn.in_proj_bias[:d]) / math.sqrt(dh)
-        q = q.view(n, g, heads, dh).transpose(1, 2).reshape(n * heads, g, dh)
+        q = query.view(n, g, heads, dh).transpose(1, 2).reshape(n * heads, g, dh)
         scores = torch.bmm(q, key.view(n * heads, dh, m)).view(n, heads, g, m) + bias
         probs = torch.softmax(scores, -1).view(n * heads, g, m)
         out = torch.bmm(probs, value.view(n * heads, m, dh)).view(n, heads, g, dh)
-        return attn.out_proj(out.transpose(1, 2).reshape(rows, 1, d))
+        return out.transpose(1, 2).reshape(rows, -1)
 
     @staticmethod
-    def _self_attend(
-        attn: nn.MultiheadAttention, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
-    ) -> torch.Tensor:
+    def _self_attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """Causal self-attention of the newest position, ``query [N, H, d/H]`` (projected and scaled),
-        over the cached keys ``[N, H, d/H, L]`` and values ``[N, H, L, d/H]`` (L <= the subgoal length):
-        broadcast products, which beat thousands of tiny batched matrix products here."""
-        n, heads, dh = query.shape
+        over the cached keys ``[N, H, d/H, L]`` (transposed) and values ``[N, H, L, d/H]`` (L <= the
+        subgoal length): broadcast products, which beat thousands of tiny batched matrix products here.
+        Returns the heads' outputs ``[N, H*d/H]``."""
         scores = (query.unsqueeze(-1) * key).sum(2)  # [N, H, L]
         probs = torch.softmax(scores, -1)
-        out = (probs.unsqueeze(-1) * value).sum(2)  # [N, H, d/H]
-        return attn.out_proj(out.reshape(n, 1, heads * dh))
+        return (probs.unsqueeze(-1) * value).sum(2).flatten(1)
 
     @staticmethod
     def _project(attn: nn.MultiheadAttention, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -371,23 +359,36 @@ class Decomposer(nn.Module):
         """The memory's live positions packed to the front (:func:`pack_live`). Exact for attention over
         keys: their order does not matter (positions were added before the encoder) and padded keys get
         weight ``exp(-inf) = 0``; only the float summation order changes."""
-        order, packed_pad, _ = pack_live(memory_pad)
+        order, packed_pad = pack_live(memory_pad)
         return memory.gather(1, order[..., None].expand(-1, -1, memory.shape[2])), packed_pad
 
     def start_cache(self, memory: torch.Tensor, memory_pad: torch.Tensor, group: int = 1) -> dict:
         """A key/value cache for :meth:`decode_step`: every decoder layer's cross-attention keys and
-        values of ``memory`` (computed once, on the compacted memory, see :meth:`compact_memory`) and empty
-        self-attention histories. ``group`` rows decode per memory row: rows ``n*group .. n*group+group-1``
-        read memory row ``n`` (a beam, or a sample and a greedy rollout) without repeating it."""
+        values of ``memory`` (computed once, on the compacted memory, see :meth:`compact_memory`), empty
+        self-attention histories and the query projections with ``1/sqrt(d/H)`` folded in. ``group`` rows
+        decode per memory row: rows ``n*group .. n*group+group-1`` read memory row ``n`` (a beam, or a
+        sample and a greedy rollout) without repeating it."""
         if group < 1:
             raise ValueError(f"group must be >= 1, got {group}")
         memory, memory_pad = self.compact_memory(memory, memory_pad)
         layers = self.transformer.decoder.layers
+        d = self.d_model
+        scale = torch.ones(3 * d, device=memory.device)
+        scale[:d] = 1.0 / math.sqrt(d // layers[0].self_attn.num_heads)
         return {
             "cross": [self._project(layer.multihead_attn, memory) for layer in layers],
             "mask": torch.zeros(memory_pad.shape, device=memory.device).masked_fill(
                 memory_pad, float("-inf")
             )[:, None, None, :],
+            "weights": [
+                (
+                    layer.self_attn.in_proj_weight * scale[:, None],
+                    layer.self_attn.in_proj_bias * scale,
+                    layer.multihead_attn.in_proj_weight[:d] * scale[:d, None],
+                    layer.multihead_attn.in_proj_bias[:d] * scale[:d],
+                )
+                for layer in layers
+            ],
             "self": [None] * len(layers),
             "length": 0,
             "group": group,
@@ -395,25 +396,32 @@ class Decomposer(nn.Module):
 
     @staticmethod
     def reorder_cache(cache: dict, rows: torch.Tensor) -> dict:
-        """The cache of rows ``rows`` (beam search keeps its surviving hypotheses). Rows that stay inside
-        their memory group keep the shared cross-attention cache; any other reordering expands it."""
+        """The cache of rows ``rows`` (beam search keeps its surviving hypotheses, generation drops
+        finished contexts). Blocks of ``group`` rows that read one memory row keep a shared
+        cross-attention cache (selected, or untouched if unchanged); any other reordering expands it.
+        A selected cache keeps only as many memory columns as its longest row has live positions (they
+        are packed to the front, :meth:`compact_memory`)."""
         g = cache["group"]
-        length = cache["length"]
         selfs = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in cache["self"]]
-        same_group = len(rows) == g * cache["mask"].shape[0] and bool(
-            (
-                torch.div(rows, g, rounding_mode="floor") == torch.arange(len(rows), device=rows.device) // g
-            ).all()
-        )
-        if same_group:
-            return {**cache, "self": selfs}
         memory_rows = torch.div(rows, g, rounding_mode="floor")
+        blocks = memory_rows.view(-1, g) if len(rows) % g == 0 else None
+        if blocks is not None and bool((blocks == blocks[:, :1]).all()):
+            keep = blocks[:, 0]
+            if torch.equal(keep, torch.arange(cache["mask"].shape[0], device=keep.device)):
+                return {**cache, "self": selfs}
+        else:
+            keep, g = memory_rows, 1
+        mask = cache["mask"][keep]
+        width = max(int((mask == 0).sum(-1).max()), 1)
         return {
-            "cross": [tuple(t[memory_rows] for t in kv) for kv in cache["cross"]],
-            "mask": cache["mask"][memory_rows],
+            **cache,
+            "cross": [
+                (k[..., :width][keep].contiguous(), v[:, :, :width][keep].contiguous())
+                for k, v in cache["cross"]
+            ],
+            "mask": mask[..., :width],
             "self": selfs,
-            "length": length,
-            "group": 1,
+            "group": g,
         }
 
     def decode_step(self, token: torch.Tensor, cache: dict) -> torch.Tensor:
@@ -426,41 +434,41 @@ class Decomposer(nn.Module):
         buffers that grow in chunks, so a step writes one column instead of copying the history.
         """
         t = cache["length"]
-        position = torch.full_like(token, t)
-        x = (self.embed(token) + self.position(position))[:, None]  # [N, 1, d]
+        x = self.embed(token) + self.position.weight[t]  # [N, d]
         for i, layer in enumerate(self.transformer.decoder.layers):
-            attn = layer.self_attn
-            heads = attn.num_heads
-            dh = self.d_model // heads
-            qkv = nn.functional.linear(layer.norm1(x)[:, 0], attn.in_proj_weight, attn.in_proj_bias)
-            q, k, v = qkv.view(-1, 3, heads, dh).unbind(1)  # [N, H, d/H] each, one projection
+            w_qkv, b_qkv, w_q, b_q = cache["weights"][i]
+            heads = layer.self_attn.num_heads
+            qkv = nn.functional.linear(layer.norm1(x), w_qkv, b_qkv).view(len(x), 3, heads, -1)
+            q, k, v = qkv.unbind(1)  # [N, H, d/H] each (q scaled), one projection
             buf = cache["self"][i]
             if buf is None or buf[0].shape[3] <= t:
-                grow = 32
-                kb = k.new_zeros((k.shape[0], heads, dh, t + grow))
-                vb = v.new_zeros((v.shape[0], heads, t + grow, dh))
+                kb = k.new_zeros((*k.shape, t + 32))
+                vb = v.new_zeros((v.shape[0], v.shape[1], t + 32, v.shape[2]))
                 if buf is not None:
                     kb[..., :t] = buf[0][..., :t]
                     vb[:, :, :t] = buf[1][:, :, :t]
                 buf = cache["self"][i] = (kb, vb)
             buf[0][..., t] = k
             buf[1][:, :, t] = v
-            x = x + self._self_attend(attn, q / math.sqrt(dh), buf[0][..., : t + 1], buf[1][:, :, : t + 1])
-            x = x + self._cross_attend(
-                layer.multihead_attn, layer.norm2(x), *cache["cross"][i], cache["mask"]
+            x = x + layer.self_attn.out_proj(
+                self._self_attend(q, buf[0][..., : t + 1], buf[1][:, :, : t + 1])
             )
+            q = nn.functional.linear(layer.norm2(x), w_q, b_q).view(len(x), heads, -1)
+            x = x + layer.multihead_attn.out_proj(self._cross_attend(q, *cache["cross"][i], cache["mask"]))
             x = x + layer.linear2(layer.activation(layer.linear1(layer.norm3(x))))
         cache["length"] += 1
         norm = self.transformer.decoder.norm
-        return self.head(norm(x) if norm is not None else x)[:, 0]
+        return self.head(norm(x) if norm is not None else x)
 
     @staticmethod
-    def sample_tokens(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """One token per row of ``probs [N, V]`` by inverse-CDF sampling (one uniform draw per row; the
-        same distribution as ``torch.multinomial(probs, 1)``, several times cheaper on CPU)."""
-        cdf = probs.cumsum(-1)
-        u = torch.rand(probs.shape[0], 1, generator=generator, device=probs.device) * cdf[:, -1:]
-        return (cdf <= u).sum(-1).clamp(max=probs.shape[1] - 1)
+    def race_noise(
+        shape: tuple[int, ...], generator: torch.Generator | None = None, device: torch.device | None = None
+    ) -> torch.Tensor:
+        """Standard Gumbel noise ``-log(-log U)``: ``argmax(logits + noise)`` over the last axis draws a
+        token from ``softmax(logits)`` (the Gumbel-max trick, exact up to the float32 resolution of ``U``
+        as inverse-CDF sampling is), so a whole rollout's randomness is drawn in one call."""
+        u = torch.rand(shape, generator=generator, device=device).clamp_(min=torch.finfo(torch.float32).tiny)
+        return u.log_().neg_().log_().neg_()
 
     @torch.no_grad()
     def generate(
@@ -472,11 +480,15 @@ class Decomposer(nn.Module):
         temperature: float = 1.0,
         repeat: int = 1,
         encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
+        drop_finished: bool = True,
     ) -> torch.Tensor:
         """Decode ``[repeat * N, max_len]`` subgoal tokens (PAD after EOS), greedily or by sampling, with
         a key/value cache; ``greedy`` may be a ``[repeat * N]`` bool tensor choosing per row. ``repeat``
         decodes each context several times (row ``r * N + i`` reads context ``i``) from one encoder
-        pass and one cross-attention cache; ``encoded`` reuses ``encode(context)`` (detached here)."""
+        pass and one cross-attention cache; ``encoded`` reuses ``encode(context)`` (detached here).
+        Sampled rows take ``argmax(logits / temperature + race_noise)``; contexts whose rows have all
+        ended are dropped from the batch (their cache rows too) once they are a third of it
+        (``drop_finished=False`` keeps them: the same tokens, the reference)."""
         memory, pad = self.encode(context) if encoded is None else (encoded[0].detach(), encoded[1])
         n = memory.shape[0]
         rows = n * repeat
@@ -485,25 +497,46 @@ class Decomposer(nn.Module):
         greedy_rows = torch.as_tensor(greedy, dtype=torch.bool, device=context.device).expand(rows)[
             to_internal
         ]
-        sampled_rows = torch.nonzero(~greedy_rows).squeeze(1)
+        sampled = ~greedy_rows
+        noise = None  # [max_len, rows, vocab]: Gumbel noise on sampled rows, 0 on greedy ones
+        if bool(sampled.any()):
+            noise = torch.zeros(max_len, rows, self.vocab_size, device=context.device)
+            shape = (max_len, int(sampled.sum()), self.vocab_size)
+            noise[:, sampled] = self.race_noise(shape, generator, context.device)
+        scale = None if temperature == 1.0 else torch.where(sampled, 1.0 / temperature, 1.0)[:, None]
         cache = self.start_cache(memory, pad, group=repeat)
         nxt = torch.full((rows,), tok.BOS, dtype=torch.long, device=context.device)
         done = torch.zeros(rows, dtype=torch.bool, device=context.device)
-        out = []
-        for _ in range(max_len):
+        tokens = torch.full((rows, max_len), tok.PAD, dtype=torch.long, device=context.device)
+        live = None  # internal rows still in the batch (None: all)
+        first = 0  # the step that noise[0] is for
+        for step in range(max_len):
             logits = self.decode_step(nxt, cache)
-            nxt = logits.argmax(-1)
-            if len(sampled_rows):
-                probs = torch.softmax(logits[sampled_rows] / temperature, -1)
-                nxt[sampled_rows] = self.sample_tokens(probs, generator)
-            nxt = nxt.masked_fill(done, tok.PAD)
-            out.append(nxt)
+            logits = logits if scale is None else logits * scale
+            nxt = (
+                (logits if noise is None else logits + noise[step - first])
+                .argmax(-1)
+                .masked_fill_(done, tok.PAD)
+            )
+            if live is None:
+                tokens[:, step] = nxt
+            else:
+                tokens[live, step] = nxt
             done = done | (nxt == tok.EOS)
-            if bool(done.all()):
+            ended = done.view(-1, repeat).all(1)
+            count = int(ended.sum())
+            if count == len(ended):
                 break
-        tokens = torch.stack(out, 1)
-        if tokens.shape[1] < max_len:
-            tokens = torch.cat([tokens, tokens.new_full((rows, max_len - tokens.shape[1]), tok.PAD)], 1)
+            if drop_finished and count >= self.drop_fraction * len(ended):  # drop the finished contexts' rows
+                keep = (
+                    torch.nonzero(~ended)[:, :1] * repeat + torch.arange(repeat, device=nxt.device)
+                ).reshape(-1)
+                cache = self.reorder_cache(cache, keep)
+                nxt, done = nxt[keep], done[keep]
+                noise = None if noise is None else noise[step + 1 - first :, keep]  # the steps to come
+                first = step + 1
+                scale = None if scale is None else scale[keep]
+                live = keep if live is None else live[keep]
         return tokens.view(n, repeat, max_len).transpose(0, 1).reshape(rows, max_len)
 
     def sequence_stats(

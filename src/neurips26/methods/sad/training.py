@@ -30,6 +30,7 @@ from neurips26.methods.sad.models import (
     SynthContext,
     Synthesizer,
 )
+from neurips26.methods.sad.policy import sup_and_policy_terms
 from neurips26.methods.sad.sampler import StepRecord
 
 
@@ -261,11 +262,15 @@ def train_sad(
     config: SADConfig | None = None,
     seed: int = 0,
     on_step: Callable[[int], None] | None = None,
+    fused: bool = True,
 ) -> History:
     """Fine-tune ``decomposer`` with SAD against the frozen ``solver`` (see the module doc).
 
     With ``rl_weight = 0`` and ``entropy_coef = 0`` the parameters follow :func:`train_supervised` bit for
-    bit (same batches, optimiser and clipping; sampling uses its own generator).
+    bit (same batches, optimiser and clipping; sampling uses its own generator). ``fused`` computes
+    ``L_sup`` and the policy terms in one grouped decoder pass (:func:`.policy.sup_and_policy_terms`,
+    equal to float rounding); ``fused=False``, or both RL weights at 0, runs the reference passes
+    (``supervised_loss`` and ``sequence_stats``, the SL update's own ``L_sup`` decode).
     """
     config = config or SADConfig()
     if isinstance(solver, torch.nn.Module):
@@ -294,8 +299,13 @@ def train_sad(
         sample = pair[:n]
         reward_sample, reward_greedy = paired_rewards(solver, synth_context, pair[:n], pair[n:], statement)
         advantage = scst_advantage(reward_sample, reward_greedy, config.center_advantage)
-        sup = supervised_loss(decomposer, context, data.subgoal_seq[rows], encoded)
-        logp_sample, entropy = decomposer.sequence_stats(context, sample, encoded)
+        if fused and (config.rl_weight != 0 or config.entropy_coef != 0):
+            sup, logp_sample, entropy = sup_and_policy_terms(
+                decomposer, encoded, data.subgoal_seq[rows], sample
+            )
+        else:
+            sup = supervised_loss(decomposer, context, data.subgoal_seq[rows], encoded)
+            logp_sample, entropy = decomposer.sequence_stats(context, sample, encoded)
         loss, rl = sad_loss(sup, logp_sample, entropy, advantage, config)
         optimizer.zero_grad()
         loss.backward()
