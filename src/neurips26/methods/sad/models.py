@@ -172,9 +172,9 @@ class Synthesizer(nn.Module):
 
     def type_mask(self, kinds: torch.Tensor) -> torch.Tensor:
         """``[N, C]`` bool: the candidate's arguments exist with the right kinds."""
-        ok0 = kinds[:, self.cand_arg0] == self.cand_kind0
-        ok1 = torch.where(self.cand_arg1 >= 0, kinds[:, self.cand_arg1.clamp(min=0)] == self.cand_kind1, True)
-        return ok0 & ok1
+        ok0 = kinds.index_select(1, self.cand_arg0) == self.cand_kind0
+        second = kinds.index_select(1, self.cand_arg1.clamp(min=0)) == self.cand_kind1
+        return ok0 & torch.where(self.cand_arg1 >= 0, second, True)
 
     def encode(self, context: SynthContext, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The pooled target encoding ``h [N, d]`` and the variables' encodings ``[N, 10, d]`` (absent
@@ -223,9 +223,9 @@ class Synthesizer(nn.Module):
     def log_probs(self, context: SynthContext, target: torch.Tensor) -> torch.Tensor:
         """``[N, C]`` log p(candidate | state, target) over all candidates; masked ones are ``-inf``."""
         func, args, mask = self.components(context, target)
-        flat = args.flatten(1)
-        second = torch.where(self.cand_arg1 >= 0, flat[:, self.cand_second], 0.0)
-        logits = func[:, self.cand_function] + flat[:, self.cand_first] + second
+        flat = args.flatten(1)  # index_select: several times faster than advanced indexing here
+        second = torch.where(self.cand_arg1 >= 0, flat.index_select(1, self.cand_second), 0.0)
+        logits = func.index_select(1, self.cand_function) + flat.index_select(1, self.cand_first) + second
         return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
 
     def score(self, context: SynthContext, subgoal: torch.Tensor, statement: torch.Tensor) -> torch.Tensor:
@@ -470,7 +470,6 @@ class Decomposer(nn.Module):
         u = torch.rand(shape, generator=generator, device=device).clamp_(min=torch.finfo(torch.float32).tiny)
         return u.log_().neg_().log_().neg_()
 
-    @torch.no_grad()
     def generate(
         self,
         context: torch.Tensor,
@@ -488,56 +487,58 @@ class Decomposer(nn.Module):
         pass and one cross-attention cache; ``encoded`` reuses ``encode(context)`` (detached here).
         Sampled rows take ``argmax(logits / temperature + race_noise)``; contexts whose rows have all
         ended are dropped from the batch (their cache rows too) once they are a third of it
-        (``drop_finished=False`` keeps them: the same tokens, the reference)."""
-        memory, pad = self.encode(context) if encoded is None else (encoded[0].detach(), encoded[1])
-        n = memory.shape[0]
-        rows = n * repeat
-        # internally row i * repeat + r (the rows of one context are adjacent and share its memory)
-        to_internal = torch.arange(rows, device=context.device).view(repeat, n).T.reshape(-1)
-        greedy_rows = torch.as_tensor(greedy, dtype=torch.bool, device=context.device).expand(rows)[
-            to_internal
-        ]
-        sampled = ~greedy_rows
-        noise = None  # [max_len, rows, vocab]: Gumbel noise on sampled rows, 0 on greedy ones
-        if bool(sampled.any()):
-            noise = torch.zeros(max_len, rows, self.vocab_size, device=context.device)
-            shape = (max_len, int(sampled.sum()), self.vocab_size)
-            noise[:, sampled] = self.race_noise(shape, generator, context.device)
-        scale = None if temperature == 1.0 else torch.where(sampled, 1.0 / temperature, 1.0)[:, None]
-        cache = self.start_cache(memory, pad, group=repeat)
-        nxt = torch.full((rows,), tok.BOS, dtype=torch.long, device=context.device)
-        done = torch.zeros(rows, dtype=torch.bool, device=context.device)
-        tokens = torch.full((rows, max_len), tok.PAD, dtype=torch.long, device=context.device)
-        live = None  # internal rows still in the batch (None: all)
-        first = 0  # the step that noise[0] is for
-        for step in range(max_len):
-            logits = self.decode_step(nxt, cache)
-            logits = logits if scale is None else logits * scale
-            nxt = (
-                (logits if noise is None else logits + noise[step - first])
-                .argmax(-1)
-                .masked_fill_(done, tok.PAD)
-            )
-            if live is None:
-                tokens[:, step] = nxt
-            else:
-                tokens[live, step] = nxt
-            done = done | (nxt == tok.EOS)
-            ended = done.view(-1, repeat).all(1)
-            count = int(ended.sum())
-            if count == len(ended):
-                break
-            if drop_finished and count >= self.drop_fraction * len(ended):  # drop the finished contexts' rows
-                keep = (
-                    torch.nonzero(~ended)[:, :1] * repeat + torch.arange(repeat, device=nxt.device)
-                ).reshape(-1)
-                cache = self.reorder_cache(cache, keep)
-                nxt, done = nxt[keep], done[keep]
-                noise = None if noise is None else noise[step + 1 - first :, keep]  # the steps to come
-                first = step + 1
-                scale = None if scale is None else scale[keep]
-                live = keep if live is None else live[keep]
-        return tokens.view(n, repeat, max_len).transpose(0, 1).reshape(rows, max_len)
+        (``drop_finished=False`` keeps them: the same tokens, the reference). Runs in inference mode
+        (cheaper per op than ``no_grad``); the returned tokens are ordinary tensors."""
+        with torch.inference_mode():
+            memory, pad = self.encode(context) if encoded is None else (encoded[0].detach(), encoded[1])
+            n = memory.shape[0]
+            rows = n * repeat
+            # internally row i * repeat + r (the rows of one context are adjacent and share its memory)
+            to_internal = torch.arange(rows, device=context.device).view(repeat, n).T.reshape(-1)
+            greedy_rows = torch.as_tensor(greedy, dtype=torch.bool, device=context.device).expand(rows)[
+                to_internal
+            ]
+            sampled = ~greedy_rows
+            noise = None  # [max_len, rows, vocab]: Gumbel noise on sampled rows, 0 on greedy ones
+            if bool(sampled.any()):
+                noise = torch.zeros(max_len, rows, self.vocab_size, device=context.device)
+                shape = (max_len, int(sampled.sum()), self.vocab_size)
+                noise[:, sampled] = self.race_noise(shape, generator, context.device)
+            scale = None if temperature == 1.0 else torch.where(sampled, 1.0 / temperature, 1.0)[:, None]
+            cache = self.start_cache(memory, pad, group=repeat)
+            nxt = torch.full((rows,), tok.BOS, dtype=torch.long, device=context.device)
+            done = torch.zeros(rows, dtype=torch.bool, device=context.device)
+            tokens = torch.full((rows, max_len), tok.PAD, dtype=torch.long, device=context.device)
+            live = None  # internal rows still in the batch (None: all)
+            first = 0  # the step that noise[0] is for
+            for step in range(max_len):
+                logits = self.decode_step(nxt, cache)
+                logits = logits if scale is None else logits * scale
+                nxt = (
+                    (logits if noise is None else logits + noise[step - first])
+                    .argmax(-1)
+                    .masked_fill_(done, tok.PAD)
+                )
+                if live is None:
+                    tokens[:, step] = nxt
+                else:
+                    tokens[live, step] = nxt
+                done = done | (nxt == tok.EOS)
+                ended = done.view(-1, repeat).all(1)
+                count = int(ended.sum())
+                if count == len(ended):
+                    break
+                if drop_finished and count >= self.drop_fraction * len(ended):
+                    keep = (
+                        torch.nonzero(~ended)[:, :1] * repeat + torch.arange(repeat, device=nxt.device)
+                    ).reshape(-1)
+                    cache = self.reorder_cache(cache, keep)
+                    nxt, done = nxt[keep], done[keep]
+                    noise = None if noise is None else noise[step + 1 - first :, keep]  # the steps to come
+                    first = step + 1
+                    scale = None if scale is None else scale[keep]
+                    live = keep if live is None else live[keep]
+        return tokens.view(n, repeat, max_len).transpose(0, 1).reshape(rows, max_len).clone()
 
     def sequence_stats(
         self,

@@ -30,7 +30,7 @@ from neurips26.methods.sad.models import (
     SynthContext,
     Synthesizer,
 )
-from neurips26.methods.sad.policy import sup_and_policy_terms
+from neurips26.methods.sad.policy import grouped_teacher_forced_logits, sup_and_policy_terms
 from neurips26.methods.sad.sampler import StepRecord
 
 
@@ -171,8 +171,11 @@ def supervised_loss(
     encoded: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """``L_sup``: token-mean cross-entropy of the GT subgoal sequence (EOS included, PAD ignored);
-    ``encoded`` reuses the decomposer's encoding of ``context``."""
-    logits = decomposer.teacher_forced_logits(context, target, encoded)
+    ``encoded`` reuses the decomposer's encoding of ``context``. The decoder attends to the memory's
+    live positions only (:func:`.policy.grouped_teacher_forced_logits`; ``teacher_forced_logits`` over
+    the padded memory equals it to float rounding), the same pass SAD's fused update runs."""
+    memory, pad = decomposer.encode(context) if encoded is None else encoded
+    logits = grouped_teacher_forced_logits(decomposer, memory, pad, target[:, None])[:, 0]
     return torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, ignore_index=tok.PAD)
 
 
@@ -229,9 +232,11 @@ def sad_loss(
 def subgoal_reward(
     solver: SolverScorer, context: SynthContext, subgoal: torch.Tensor, statement: torch.Tensor
 ) -> torch.Tensor:
-    """``R(O) = -CE_synth(GT statement | context, O)`` under the frozen solver (no gradient)."""
-    with torch.no_grad():
-        return solver.score(context, subgoal, statement)
+    """``R(O) = -CE_synth(GT statement | context, O)`` under the frozen solver (no gradient; computed in
+    inference mode, returned as an ordinary tensor)."""
+    with torch.inference_mode():
+        reward = solver.score(context, subgoal, statement)
+    return reward.clone()
 
 
 def paired_rewards(
@@ -266,11 +271,11 @@ def train_sad(
 ) -> History:
     """Fine-tune ``decomposer`` with SAD against the frozen ``solver`` (see the module doc).
 
-    With ``rl_weight = 0`` and ``entropy_coef = 0`` the parameters follow :func:`train_supervised` bit for
-    bit (same batches, optimiser and clipping; sampling uses its own generator). ``fused`` computes
-    ``L_sup`` and the policy terms in one grouped decoder pass (:func:`.policy.sup_and_policy_terms`,
-    equal to float rounding); ``fused=False``, or both RL weights at 0, runs the reference passes
-    (``supervised_loss`` and ``sequence_stats``, the SL update's own ``L_sup`` decode).
+    With ``rl_weight = 0`` and ``entropy_coef = 0`` the policy terms are not computed and the parameters
+    follow :func:`train_supervised` bit for bit (same batches, optimiser and clipping; sampling uses its
+    own generator; the logged entropy is 0). ``fused`` computes ``L_sup`` and the policy terms in one
+    grouped decoder pass (:func:`.policy.sup_and_policy_terms`, equal to float rounding);
+    ``fused=False`` runs the reference passes (``supervised_loss`` and ``sequence_stats``).
     """
     config = config or SADConfig()
     if isinstance(solver, torch.nn.Module):
@@ -299,7 +304,10 @@ def train_sad(
         sample = pair[:n]
         reward_sample, reward_greedy = paired_rewards(solver, synth_context, pair[:n], pair[n:], statement)
         advantage = scst_advantage(reward_sample, reward_greedy, config.center_advantage)
-        if fused and (config.rl_weight != 0 or config.entropy_coef != 0):
+        if config.rl_weight == 0 and config.entropy_coef == 0:  # the policy terms weigh nothing
+            sup = supervised_loss(decomposer, context, data.subgoal_seq[rows], encoded)
+            logp_sample = entropy = torch.zeros(n)  # not computed: the update is SL's, bit for bit
+        elif fused:
             sup, logp_sample, entropy = sup_and_policy_terms(
                 decomposer, encoded, data.subgoal_seq[rows], sample
             )
