@@ -155,13 +155,17 @@ def test_readme_usage_snippet_runs():
 
 @needs_bundle
 def test_reuse_keeps_only_models_that_do_not_read_the_synthesizer(bundle):
-    """``--reuse``: the SL decomposer, its SL fine-tune and the no-decomposition synthesizer are kept when
-    their own settings match; SAD and RL-only (trained against the synthesizer) never are."""
+    """``--reuse``: the synthesizers, the SL decomposer and its SL fine-tune are kept when their own
+    settings match; SAD and RL-only (trained against the synthesizer) never are."""
     spec = dataclasses.replace(
         SIZES["default"], **{k: bundle["spec"][k] for k in ("num_train_tasks", "d_model")}
     )
     kept = reusable(bundle, spec)
-    assert {"sl_base", "no_decomposition", "sl/0"} <= set(kept)
-    assert not any(k.startswith(("sad/", "rl_only/")) for k in kept) and "synthesizer" not in kept
+    assert {"synthesizer", "sl_base", "no_decomposition", "sl/0"} <= set(kept)
+    assert not any(k.startswith(("sad/", "rl_only/")) for k in kept)
     assert "sl_base" not in reusable(bundle, dataclasses.replace(spec, decomposer_steps=7))
     assert "no_decomposition" not in reusable(bundle, dataclasses.replace(spec, nodec_steps=7))
+    changed_synth = reusable(bundle, dataclasses.replace(spec, synth_steps=7))
+    assert "synthesizer" not in changed_synth and "no_decomposition" in changed_synth
+    wider = reusable(bundle, dataclasses.replace(spec, synth_d_model=96))
+    assert "synthesizer" not in wider and "no_decomposition" not in wider and "sl_base" in wider

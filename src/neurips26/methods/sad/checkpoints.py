@@ -194,9 +194,11 @@ def build_bundle(spec: BundleSpec, log=print, reuse: dict[str, dict] | None = No
                 bundle["finetuned"][f"{name}/{seed}"] = _half(model)
                 continue
             h = fit(model)
+            reward = h.mean("reward_greedy")  # SL logs no reward
             log(
-                f"seed {seed} {name}: sup {h.mean('sup'):.3f} "
-                f"reward {h.mean('reward_greedy'):.3f} ({h.seconds:.0f} s)"
+                f"seed {seed} {name}: sup {h.mean('sup'):.3f}"
+                + ("" if np.isnan(reward) else f", training greedy reward {reward:.3f}")
+                + f" ({h.seconds:.0f} s)"
             )
             log(f"  held-out {_held_out(model, synth, held)}")
             bundle["finetuned"][f"{name}/{seed}"] = _half(model)
