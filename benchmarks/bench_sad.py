@@ -91,11 +91,19 @@ def bench_updates(repeats: int, steps: int = 5) -> None:
     def sad() -> None:
         train_sad(copy.deepcopy(base), synth, data, config)
 
-    t_sl = best_of(sl, repeats) / steps
-    t_sad = best_of(sad, repeats) / steps
+    # interleaved, so that a slow spell of the shared machine hits both; paired ratios per round
+    sl(), sad()  # warm-up (first calls allocate)
+    sl_times, sad_times = [], []
+    for _ in range(max(repeats, 7)):
+        sl_times.append(best_of(sl, 1) / steps)
+        sad_times.append(best_of(sad, 1) / steps)
+    ratios = np.array(sad_times) / np.array(sl_times)
     print(
-        f"update (batch 64, {source}): SL {1e3 * t_sl:.0f} ms, SAD {1e3 * t_sad:.0f} ms, "
-        f"ratio {t_sad / t_sl:.2f}x"
+        f"update (batch 64, {source}, {len(ratios)} interleaved rounds of {steps} updates): SL median "
+        f"{1e3 * np.median(sl_times):.0f} ms (best {1e3 * min(sl_times):.0f}), SAD median "
+        f"{1e3 * np.median(sad_times):.0f} ms (best {1e3 * min(sad_times):.0f}); ratio of medians "
+        f"{np.median(sad_times) / np.median(sl_times):.2f}x, of bests {min(sad_times) / min(sl_times):.2f}x, "
+        f"paired ratios {ratios.min():.2f}-{ratios.max():.2f}x (median {np.median(ratios):.2f}x)"
     )
     # the parts of a SAD update on one batch
     dec = copy.deepcopy(base)
@@ -134,7 +142,7 @@ def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps
     from collections import defaultdict
 
     from neurips26.methods.sad.policy import sup_and_policy_terms
-    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage
+    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage, supervised_loss
 
     config = SADConfig(batch_size=64)
     best: dict[str, float] = {}
@@ -171,6 +179,29 @@ def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps
     print(
         "  SAD update parts (ms, best of runs): " + ", ".join(f"{k} {1e3 * v:.0f}" for k, v in best.items())
     )
+    sl_best: dict[str, float] = {}
+    for _ in range(repeats):  # the SL update, the same batches
+        parts = defaultdict(float)
+        model = copy.deepcopy(dec)
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+        for rows in batch_indices(len(data), 64, steps, 0):
+            t = time.perf_counter()
+            context = data.decomposer_input(rows)
+            encoded = model.encode(context)
+            parts["encode"] += time.perf_counter() - t
+            t = time.perf_counter()
+            loss = supervised_loss(model, context, data.subgoal_seq[rows], encoded)
+            parts["L_sup decode"] += time.perf_counter() - t
+            t = time.perf_counter()
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            parts["backward + step"] += time.perf_counter() - t
+        for k, v in parts.items():
+            sl_best[k] = min(sl_best.get(k, float("inf")), v / steps)
+    listed = ", ".join(f"{k} {1e3 * v:.0f}" for k, v in sl_best.items())
+    print(f"  SL update parts (ms, best of runs): {listed}")
 
 
 @torch.no_grad()

@@ -353,7 +353,7 @@ EXPERIMENT = Experiment(
             overrides={"num_tasks": 6, "exedec": False},
             systems=("sad", "sl_decomposer", "gt_oracle", "enumerative"),
         ),
-        "default": Profile("default", budget_s=210, seeds=5),  # 206 s measured, one worker
+        "default": Profile("default", budget_s=210, seeds=5),  # 143 s measured, one worker
         "full": Profile(  # retrain: three 1,000-step fine-tunes per seed (~13 core-minutes each seed)
             "full",
             budget_s=5400,
