@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from collections import defaultdict
 
 import numpy as np
 import torch
@@ -24,11 +25,16 @@ from neurips26.methods.sad.checkpoints import WEIGHTS_DIR, load_bundle, model_fr
 from neurips26.methods.sad.config import SADConfig
 from neurips26.methods.sad.executor import CANDIDATES, execute, make_states
 from neurips26.methods.sad.models import MAX_SUBGOAL_TOKENS, Decomposer, Synthesizer
+from neurips26.methods.sad.policy import sup_and_policy_terms
 from neurips26.methods.sad.sampler import sample_tasks, step_records
 from neurips26.methods.sad.search import synthesize
 from neurips26.methods.sad.training import (
+    batch_indices,
     encode_records,
     paired_rewards,
+    sad_loss,
+    scst_advantage,
+    supervised_loss,
     train_sad,
     train_supervised,
 )
@@ -137,71 +143,65 @@ def bench_updates(repeats: int, steps: int = 5) -> None:
     _update_parts(dec, synth, data, repeats)
 
 
-def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps: int = 5) -> None:
-    """Wall time of each part of a SAD update vs an SL update on the same batches."""
-    from collections import defaultdict
-
-    from neurips26.methods.sad.policy import sup_and_policy_terms
-    from neurips26.methods.sad.training import batch_indices, sad_loss, scst_advantage, supervised_loss
-
+def _best_parts(dec: Decomposer, data, repeats: int, steps: int, forward) -> dict[str, float]:
+    """Best-of-``repeats`` wall time per update of each named part. ``forward(model, rows, lap)`` returns
+    the loss and calls ``lap(name)`` after each of its parts; backward and Adam are timed here."""
     config = SADConfig(batch_size=64)
     best: dict[str, float] = {}
     for _ in range(repeats):
         parts: dict[str, float] = defaultdict(float)
         model = copy.deepcopy(dec)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-        generator = torch.Generator().manual_seed(0)
         for rows in batch_indices(len(data), 64, steps, 0):
-            t = time.perf_counter()
-            context, n = data.decomposer_input(rows), len(rows)
-            encoded = model.encode(context)
-            parts["encode"] += time.perf_counter() - t
-            t = time.perf_counter()
-            pair = model.generate(context, torch.arange(2 * n) >= n, generator, repeat=2, encoded=encoded)
-            parts["rollouts"] += time.perf_counter() - t
-            t = time.perf_counter()
-            r_s, r_g = paired_rewards(
-                synth, data.context.index(rows), pair[:n], pair[n:], data.statement[rows]
-            )
-            parts["rewards"] += time.perf_counter() - t
-            t = time.perf_counter()  # as train_sad: one grouped pass (GT subgoal + sample, shared memory K/V)
-            sup, logp, entropy = sup_and_policy_terms(model, encoded, data.subgoal_seq[rows], pair[:n])
-            loss, _ = sad_loss(sup, logp, entropy, scst_advantage(r_s, r_g), config)
-            parts["L_sup + policy decode"] += time.perf_counter() - t
-            t = time.perf_counter()
+            clock = [time.perf_counter()]
+
+            def lap(name: str, clock: list[float] = clock, parts: dict[str, float] = parts) -> None:
+                now = time.perf_counter()
+                parts[name] += now - clock[0]
+                clock[0] = now
+
+            loss = forward(model, rows, lap)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
-            parts["backward + step"] += time.perf_counter() - t
+            lap("backward + step")
         for k, v in parts.items():
             best[k] = min(best.get(k, float("inf")), v / steps)
-    print(
-        "  SAD update parts (ms, best of runs): " + ", ".join(f"{k} {1e3 * v:.0f}" for k, v in best.items())
-    )
-    sl_best: dict[str, float] = {}
-    for _ in range(repeats):  # the SL update, the same batches
-        parts = defaultdict(float)
-        model = copy.deepcopy(dec)
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-        for rows in batch_indices(len(data), 64, steps, 0):
-            t = time.perf_counter()
-            context = data.decomposer_input(rows)
-            encoded = model.encode(context)
-            parts["encode"] += time.perf_counter() - t
-            t = time.perf_counter()
-            loss = supervised_loss(model, context, data.subgoal_seq[rows], encoded)
-            parts["L_sup decode"] += time.perf_counter() - t
-            t = time.perf_counter()
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
-            parts["backward + step"] += time.perf_counter() - t
-        for k, v in parts.items():
-            sl_best[k] = min(sl_best.get(k, float("inf")), v / steps)
-    listed = ", ".join(f"{k} {1e3 * v:.0f}" for k, v in sl_best.items())
-    print(f"  SL update parts (ms, best of runs): {listed}")
+    return best
+
+
+def _update_parts(dec: Decomposer, synth: Synthesizer, data, repeats: int, steps: int = 5) -> None:
+    """Wall time of each part of a SAD update and of an SL update on the same batches."""
+    config = SADConfig(batch_size=64)
+    generator = torch.Generator().manual_seed(0)
+
+    def sad(model: Decomposer, rows: torch.Tensor, lap) -> torch.Tensor:
+        context, n = data.decomposer_input(rows), len(rows)
+        encoded = model.encode(context)
+        lap("encode")
+        pair = model.generate(context, torch.arange(2 * n) >= n, generator, repeat=2, encoded=encoded)
+        lap("rollouts")
+        r_s, r_g = paired_rewards(synth, data.context.index(rows), pair[:n], pair[n:], data.statement[rows])
+        lap("rewards")
+        # as train_sad: one grouped pass (GT subgoal + sample, shared memory K/V)
+        sup, logp, entropy = sup_and_policy_terms(model, encoded, data.subgoal_seq[rows], pair[:n])
+        loss, _ = sad_loss(sup, logp, entropy, scst_advantage(r_s, r_g), config)
+        lap("L_sup + policy decode")
+        return loss
+
+    def sl(model: Decomposer, rows: torch.Tensor, lap) -> torch.Tensor:
+        context = data.decomposer_input(rows)
+        encoded = model.encode(context)
+        lap("encode")
+        loss = supervised_loss(model, context, data.subgoal_seq[rows], encoded)
+        lap("L_sup decode")
+        return loss
+
+    for name, forward in (("SAD", sad), ("SL", sl)):
+        best = _best_parts(dec, data, repeats, steps, forward)
+        listed = ", ".join(f"{k} {1e3 * v:.0f}" for k, v in best.items())
+        print(f"  {name} update parts (ms, best of runs): {listed}")
 
 
 @torch.no_grad()

@@ -169,3 +169,35 @@ def test_reuse_keeps_only_models_that_do_not_read_the_synthesizer(bundle):
     assert "synthesizer" not in changed_synth and "no_decomposition" in changed_synth
     wider = reusable(bundle, dataclasses.replace(spec, synth_d_model=96))
     assert "synthesizer" not in wider and "no_decomposition" not in wider and "sl_base" in wider
+
+
+def test_accuracy_analysis_reads_every_system_and_split(tmp_path):
+    """The README's accuracy table is the cells' per-seed means (GT match = 1 - mismatch), and the
+    figure is written."""
+    from neurips26.methods.sad.analysis import accuracy_analysis
+
+    def cell(system, seed, **metrics):
+        return {"system": system, "seed": seed, "status": "ok", "metrics": metrics}
+
+    result = {
+        "run_info": {"ours": "sad", "profile": "default"},
+        "systems": {"sad": {}, "gt_oracle": {}},
+        "cells": [
+            cell("sad", 0, task_acc_id=0.4, task_acc_len=0.1, gt_mismatch_id=0.8, synth_acc_id=0.2),
+            cell("sad", 1, task_acc_id=0.6, task_acc_len=0.3, gt_mismatch_id=0.6, synth_acc_id=0.4),
+            cell("gt_oracle", 0, task_acc_id=0.9, task_acc_len=0.5),
+            cell("gt_oracle", 1, task_acc_id=0.7, task_acc_len=float("nan")),
+            {"system": "gt_oracle", "seed": 2, "status": "error", "metrics": {"task_acc_id": 0.0}},
+        ],
+    }
+    analysis = accuracy_analysis(result)
+    lines = [line for line in analysis.markdown.splitlines() if line.startswith("| ")]
+    rows = {line.split("|")[1].strip(): line for line in lines}
+    assert rows["**sad**"].split("|")[2].strip().startswith("0.50 [")  # mean of 0.4 and 0.6
+    assert "0.30 [" in rows["**sad**"].split("|")[4]  # GT match = 1 - mean mismatch 0.7
+    oracle = rows["gt_oracle"].split("|")
+    assert oracle[2].strip().startswith("0.80 [")  # the failed cell is not counted
+    assert oracle[3].strip() == "0.50 [0.50, 0.50]"  # the NaN seed is dropped: one value left
+    assert oracle[4].strip() == "—" and "ExeDec" not in analysis.markdown  # split absent from the cells
+    analysis.figure(tmp_path / "accuracy.png")
+    assert (tmp_path / "accuracy.png").stat().st_size > 1000

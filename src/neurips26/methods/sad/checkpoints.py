@@ -36,9 +36,10 @@ class BundleSpec:
     num_train_tasks: int = 8000  # the decomposers' (and the no-decomposition synthesizer's) tasks
     synth_train_tasks: int = 16000  # the synthesizer's: the first num_train_tasks of them and more
     train_lengths: tuple[int, ...] = (1, 2, 3, 4)
-    d_model: int = 64  # the decomposers'
+    d_model: int = 128  # the decomposers' (issue: 128-192)
     synthesizer: str = "slots"  # the synthesizers' encoder (models.Synthesizer); older bundles: "tokens"
     synth_d_model: int = 64  # the synthesizers'
+    seeded_inits: bool = True  # each model seeded before its initialisation (older bundles: not)
     relations: bool = True  # the synthesizer's relation features (models.relation_features)
     synth_steps: int = 4000
     synth_cosine: bool = True  # the synthesizer's learning rate decays to 0 (half a cosine)
@@ -148,6 +149,8 @@ def build_bundle(spec: BundleSpec, log=print, reuse: dict[str, dict] | None = No
         # SAD trains against the float16 weights the bundle stores (and the experiment loads), so a
         # rebuild that reuses this synthesizer fine-tunes exactly as this one does
         synth.load_state_dict({k: v.float() for k, v in _half(synth).items()})
+    # every model's initialisation is seeded on its own, so reusing one never changes another's
+    torch.manual_seed(spec.data_seed + 1)
     nodec = _synthesizer(spec)
     if "no_decomposition" in reuse:
         nodec.load_state_dict({k: v.float() for k, v in reuse["no_decomposition"].items()})
@@ -157,6 +160,7 @@ def build_bundle(spec: BundleSpec, log=print, reuse: dict[str, dict] | None = No
             nodec, data, "output", spec.nodec_steps, spec.batch_size, seed=1, cosine=spec.synth_cosine
         )
         log(f"no-decomposition synthesizer: loss {h.mean('loss'):.3f} ({h.seconds:.0f} s)")
+    torch.manual_seed(spec.data_seed + 2)
     base = Decomposer(d_model=spec.d_model, ff=2 * spec.d_model)
     if "sl_base" in reuse:
         base.load_state_dict({k: v.float() for k, v in reuse["sl_base"].items()})
@@ -211,15 +215,15 @@ def reusable(old: dict, spec: BundleSpec) -> dict[str, dict]:
     seeds): the synthesizer, the no-decomposition synthesizer, the SL decomposer and its SL-continued
     fine-tunes (none of which reads another model). SAD and RL-only are always retrained."""
     before, now = old["spec"], {**asdict(spec), "finetune": asdict(spec.finetune)}
-    shared = ("num_train_tasks", "train_lengths", "d_model", "batch_size", "data_seed")
+    shared = ("num_train_tasks", "train_lengths", "batch_size", "data_seed")
     same = lambda *keys: all(list(np.atleast_1d(before.get(k))) == list(np.atleast_1d(now[k])) for k in keys)  # noqa: E731
     out: dict[str, dict] = {}
     synthesizers = ("synthesizer", "synth_d_model", "relations", "synth_cosine")
     if same(*shared, *synthesizers, "synth_train_tasks", "synth_steps"):
         out["synthesizer"] = old["synthesizer"]
-    if same(*shared, *synthesizers, "nodec_steps"):
+    if same(*shared, *synthesizers, "nodec_steps", "seeded_inits"):
         out["no_decomposition"] = old["no_decomposition"]
-    if same(*shared, "decomposer_steps"):
+    if same(*shared, "d_model", "decomposer_steps", "seeded_inits"):
         out["sl_base"] = old["sl_base"]
         if before["finetune"] == now["finetune"]:
             out.update({k: v for k, v in old["finetuned"].items() if k.startswith("sl/")})

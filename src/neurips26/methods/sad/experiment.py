@@ -27,6 +27,7 @@ import torch
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
 from neurips26.core.config import nested, param
 from neurips26.methods.sad import tokens as tok
+from neurips26.methods.sad.analysis import accuracy_analysis
 from neurips26.methods.sad.checkpoints import WEIGHTS_DIR, load_bundle, model_from, signature_hash
 from neurips26.methods.sad.config import SADConfig
 from neurips26.methods.sad.executor import execute, make_states
@@ -353,14 +354,15 @@ EXPERIMENT = Experiment(
             overrides={"num_tasks": 6, "exedec": False},
             systems=("sad", "sl_decomposer", "gt_oracle", "enumerative"),
         ),
-        "default": Profile("default", budget_s=210, seeds=5),  # 143 s measured, one worker
-        "full": Profile(  # retrain: three 1,000-step fine-tunes per seed (~13 core-minutes each seed)
+        "default": Profile("default", budget_s=270, seeds=5),  # 244 s measured (one worker, other core busy)
+        "full": Profile(  # retrain: three 1,000-step fine-tunes per seed (~30 core-minutes each seed)
             "full",
-            budget_s=5400,
+            budget_s=10800,
             seeds=5,
             overrides={"num_tasks": 200, "state_beam": 3, "subgoal_beam": 3, "retrain": True},
         ),
     },
     run=run,
     ours="sad",
+    analyses={"accuracy": accuracy_analysis},  # every system's accuracies on every split + the figure
 )
