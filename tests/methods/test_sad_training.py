@@ -229,16 +229,25 @@ def test_padding_the_state_wider_changes_nothing(data):
         assert torch.equal(dec.generate(narrow_in, greedy=True), dec.generate(wide_in, greedy=True))
 
 
+def full_and_stepped_logits(dec: Decomposer, data, length: int, group: int = 1):
+    """Logits of the first ``length`` GT-subgoal prefix positions by the full-prefix decoder ``[N, L, V]``
+    and by cached decoding, each prefix repeated ``group`` times ``[N * group, L, V]``; and the cache."""
+    with torch.no_grad():
+        memory, pad = dec.encode(data.decomposer_input())
+        bos = torch.full_like(data.subgoal_seq[:, :1], tok.BOS)
+        prefix = torch.cat([bos, data.subgoal_seq], 1)[:, :length]
+        full = dec.decode(memory, pad, prefix)
+        cache = dec.start_cache(memory, pad, group=group)
+        rows = prefix.repeat_interleave(group, 0)
+        stepped = torch.stack([dec.decode_step(rows[:, t], cache) for t in range(length)], 1)
+    return full, stepped, cache
+
+
 def test_cached_decoding_equals_full_prefix_decoding(data):
     """The key/value cache computes what the decoder over the whole prefix computes."""
     dec = tiny_decomposer(4)
     context = data.decomposer_input()
-    with torch.no_grad():
-        memory, pad = dec.encode(context)
-        prefix = torch.cat([torch.full_like(data.subgoal_seq[:, :1], tok.BOS), data.subgoal_seq], 1)[:, :10]
-        full = dec.decode(memory, pad, prefix)
-        cache = dec.start_cache(memory, pad)
-        stepped = torch.stack([dec.decode_step(prefix[:, t], cache) for t in range(prefix.shape[1])], 1)
+    full, stepped, _ = full_and_stepped_logits(dec, data, length=10)
     torch.testing.assert_close(stepped, full, rtol=1e-4, atol=1e-4)
     # beams: every hypothesis's score is its sequence log-probability (the cache follows the reordering)
     beams, scores = dec.beam_search(context[:6], 3)
@@ -349,15 +358,9 @@ def test_compacted_memory_and_shared_groups_decode_like_the_full_memory(data):
     """Cached decoding over the packed memory with a shared group (sample + greedy of one context) gives
     the logits of the uncompacted, repeated memory."""
     dec = tiny_decomposer(7)
-    context = data.decomposer_input()
-    with torch.no_grad():
-        memory, pad = dec.encode(context)
-        prefix = torch.cat([torch.full_like(data.subgoal_seq[:, :1], tok.BOS), data.subgoal_seq], 1)[:, :8]
-        full = dec.decode(memory, pad, prefix)
-        cache = dec.start_cache(memory, pad, group=2)
-        assert cache["cross"][0][0].shape[3] < memory.shape[1]  # padding columns were dropped
-        doubled = prefix.repeat_interleave(2, 0)
-        stepped = torch.stack([dec.decode_step(doubled[:, t], cache) for t in range(prefix.shape[1])], 1)
+    full, stepped, cache = full_and_stepped_logits(dec, data, length=8, group=2)
+    memory_width = dec.encode(data.decomposer_input())[0].shape[1]
+    assert cache["cross"][0][0].shape[3] < memory_width  # padding columns were dropped
     torch.testing.assert_close(stepped[::2], full, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(stepped[1::2], full, rtol=1e-4, atol=1e-4)
 

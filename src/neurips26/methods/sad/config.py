@@ -29,8 +29,8 @@ class SADConfig:
     batch_size: int = param(64, "ours: fits 2 CPU cores")
     steps: int = param(
         1000,
-        "ours: ~5 CPU minutes (issue: ~10); at 100 steps the RL term had not yet moved the held-out reward, "
-        "by 1,000 it had (README)",
+        "ours: ~11 CPU minutes for SAD at d = 128 (issue: ~10); at 100 steps the RL term had not yet moved "
+        "the held-out reward, by 1,000 it had (README)",
     )
     grad_clip: float = param(1.0, "ours: same clipping for SL and SAD so the two differ only in the loss")
 

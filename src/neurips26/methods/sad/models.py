@@ -60,18 +60,17 @@ VARIABLE_SLOT = 1 + tok.VALUE_TOKENS  # a variable's fixed slot in a state: its 
 
 @dataclass
 class SynthContext:
-    """What a synthesizer sees besides its target: ``state [N, E, S]`` tokens, ``var_pos [N, E, V]``
-    (token index of each variable, -1 absent) and ``kinds [N, V]`` (0 absent, 1 int, 2 list)."""
+    """What a synthesizer sees besides its target: ``state [N, E, S]`` tokens (every variable in its fixed
+    8-token slot) and ``kinds [N, V]`` (0 absent, 1 int, 2 list)."""
 
     state: torch.Tensor
-    var_pos: torch.Tensor
     kinds: torch.Tensor
 
     def __len__(self) -> int:
         return self.state.shape[0]
 
     def index(self, rows: torch.Tensor) -> SynthContext:
-        return SynthContext(self.state[rows], self.var_pos[rows], self.kinds[rows])
+        return SynthContext(self.state[rows], self.kinds[rows])
 
 
 class SolverScorer(Protocol):

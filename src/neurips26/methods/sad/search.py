@@ -51,14 +51,11 @@ def state_contexts(states: StateBatch, width: int) -> SynthContext:
     """Tokenise every state of a batch (the synthesizer's context)."""
     n, e = states.kinds.shape[0], states.num_examples
     state = np.zeros((n, e, width), dtype=np.int64)
-    var_pos = np.zeros((n, e, 10), dtype=np.int64)
     count = states.num_variables()
     for b in range(n):
         rows = [[states.value(b, ex, v) for v in range(count[b])] for ex in range(e)]
-        state[b], var_pos[b] = tok.state_tokens(rows, width)
-    return SynthContext(
-        torch.as_tensor(state), torch.as_tensor(var_pos), torch.as_tensor(states.kinds.copy())
-    )
+        state[b] = tok.state_tokens(rows, width)
+    return SynthContext(torch.as_tensor(state), torch.as_tensor(states.kinds.copy()))
 
 
 def _targets(tasks: list[Task]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -90,21 +90,18 @@ def parse_subgoal(tokens: list[int] | np.ndarray, num_examples: int) -> tuple[ds
     return tuple(values)
 
 
-def state_tokens(state: list[list[dsl.Value]], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens of one state per example ``[E, width]`` and each variable's token position ``[E, V]``
-    (-1 when absent)."""
+def state_tokens(state: list[list[dsl.Value]], width: int) -> np.ndarray:
+    """Tokens of one state per example ``[E, width]``: variable ``v`` fills the 8-token slot at ``8 v``."""
     num_examples = len(state)
     tokens = np.full((num_examples, width), PAD, dtype=np.int64)
-    positions = np.full((num_examples, dsl.MAX_VARIABLES), -1, dtype=np.int64)
     slot = 1 + VALUE_TOKENS
     for e, row in enumerate(state):
         if len(row) * slot > width:
             raise ValueError(f"state needs {len(row) * slot} tokens, more than width={width}")
         for v, value in enumerate(row):  # fixed slots: element k of every variable sits at a fixed offset
-            positions[e, v] = v * slot
             toks = [VAR0 + v, *value_tokens(value)]
             tokens[e, v * slot : v * slot + len(toks)] = toks
-    return tokens, positions
+    return tokens
 
 
 def state_width(num_variables: int) -> int:

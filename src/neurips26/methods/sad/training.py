@@ -74,13 +74,12 @@ def encode_records(records: list[StepRecord], width: int | None = None) -> StepT
         width = tok.state_width(max(len(r.state[0]) for r in records))
     n = len(records)
     state = np.zeros((n, num_examples, width), dtype=np.int64)
-    var_pos = np.zeros((n, num_examples, 10), dtype=np.int64)
     kinds = np.zeros((n, 10), dtype=np.int64)
     outputs = np.zeros((n, num_examples, 1 + tok.TARGET_TOKENS), dtype=np.int64)
     sub_block = np.zeros_like(outputs)
     sub_seq = np.zeros((n, MAX_SUBGOAL_TOKENS), dtype=np.int64)
     for i, r in enumerate(records):
-        state[i], var_pos[i] = tok.state_tokens(r.state, width)
+        state[i] = tok.state_tokens(r.state, width)
         kinds[i, : len(r.state[0])] = [1 if isinstance(v, int) else 2 for v in r.state[0]]
         outputs[i] = tok.target_block(r.outputs)
         sub_block[i] = tok.target_block(r.subgoal)
@@ -88,7 +87,7 @@ def encode_records(records: list[StepRecord], width: int | None = None) -> StepT
         sub_seq[i, : len(seq)] = seq
     t = torch.as_tensor
     return StepTensors(
-        SynthContext(t(state), t(var_pos), t(kinds)),
+        SynthContext(t(state), t(kinds)),
         t(outputs),
         t(sub_block),
         t(sub_seq),
