@@ -35,8 +35,14 @@ install-test: $(VENV)/.installed-test
 run: install
 	$(BIN)/neurips26 run
 
+# One numeric environment for every test run (the README's command and CI alike): a headless matplotlib and one
+# BLAS/OpenMP thread per pytest worker, so no result depends on the machine's core count.
+TEST_ENV := MPLBACKEND=Agg OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
 test: install-test
-	$(BIN)/python -m pytest -n 2 --durations=25
+	# pytest's exit 5 (collected nothing) is a failure, never a pass
+	$(TEST_ENV) $(BIN)/python -m pytest -n 2 --durations=25; code=$$?; \
+		if [ $$code -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$code
 
 lint: install-test
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
