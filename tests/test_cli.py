@@ -31,6 +31,7 @@ def test_info_shows_defaults_with_sources(capsys) -> None:
         (["run", "samhybrid", "--set", "bad=1"], "valid keys"),
         (["run", "samhybrid", "--set", "method.rho=-1"], "rho must be finite and >= 0"),
         (["run", "samhybrid", "--set", "novalue"], "key=value"),
+        (["run", "samhybrid", "--profile", "smoke", "--set", "shape=additive"], "swept by profile 'smoke'"),
         (["info", "nosuch"], "unknown method"),
         (["report", "/nonexistent/run"], "not a run folder"),
     ],

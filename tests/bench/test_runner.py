@@ -112,7 +112,13 @@ def test_bad_arguments_fail_before_any_cell(tmp_path) -> None:
     with pytest.raises(ValueError, match="valid keys"):
         run_experiment(TOY_EXPERIMENT, REF, tmp_path / "t", overrides={"nope": 1})
     with pytest.raises(ValueError, match="outlier_fraction must lie"):
-        run_experiment(TOY_EXPERIMENT, REF, tmp_path / "t", overrides={"outlier_fraction": 0.9})
+        run_experiment(
+            TOY_EXPERIMENT, REF, tmp_path / "t", profile="smoke", overrides={"outlier_fraction": 0.9}
+        )
+    with pytest.raises(
+        ValueError, match=r"swept by profile 'default'.s grid \(outlier_fraction=\[0.05, 0.2\]\)"
+    ):
+        run_experiment(TOY_EXPERIMENT, REF, tmp_path / "t", overrides={"outlier_fraction": 0.1})
     with pytest.raises(ValueError, match="unknown profile"):
         run_experiment(TOY_EXPERIMENT, REF, tmp_path / "t", profile="huge")
     with pytest.raises(ValueError, match="executor"):

@@ -254,8 +254,17 @@ class Experiment:
     def config_for(self, profile: Profile, point: Mapping[str, Any], overrides: Mapping[str, Any]) -> Any:
         """Default config, then the profile's overrides, then the user's ``--set``, then the grid point.
 
-        Keys may be dotted (``method.pool_factor``) to reach a nested config.
+        Keys may be dotted (``method.pool_factor``) to reach a nested config. A ``--set`` on a key the
+        profile's grid sweeps is refused: the grid would overwrite it in every cell, and the run would record
+        a value that no cell used.
         """
+        swept = sorted(set(overrides) & set(profile.grid))
+        if swept:
+            grid = ", ".join(f"{key}={list(profile.grid[key])}" for key in swept)
+            raise ValueError(
+                f"{self.slug}: --set {', '.join(swept)} is swept by profile {profile.name!r}'s grid "
+                f"({grid}); choose a profile that does not sweep it, or drop the --set"
+            )
         config = self.config_cls()
         config = apply_overrides(config, {**profile.overrides, **overrides})
         return apply_overrides(config, point) if point else config
