@@ -428,3 +428,17 @@ def test_readme_usage_snippet_runs() -> None:
     namespace: dict = {}
     exec(compile(snippet, str(readme), "exec"), namespace)
     assert "theta_hat" in namespace
+
+
+def test_optimizer_defaults_come_from_the_config_and_added_groups_get_their_roles_radius() -> None:
+    """One home per default: ``SAMHybrid``'s radii are ``SAMHybridConfig``'s, also for groups added later."""
+    config = SAMHybridConfig()
+    model = HybridModel(FrictionlessPendulum(), tiny_mlp(2, 2), "additive")
+    physics, ml = model.param_groups()
+    optimizer = SAMHybrid([ml], torch.optim.Adam, lr=0.01)
+    assert optimizer.param_groups[0]["rho"] == config.rho
+    optimizer.add_param_group({"params": physics["params"], "role": "physics"})
+    assert optimizer.param_groups[1]["rho"] == config.rho_physics != config.rho
+    assert optimizer.base_optimizer.param_groups[1]["betas"] == (0.9, 0.999)  # the base's defaults reach it
+    with pytest.raises(ValueError, match="role must be 'ml' or 'physics'"):
+        optimizer.add_param_group({"params": [torch.nn.Parameter(torch.zeros(1))], "role": "other"})

@@ -23,6 +23,8 @@ from neurips26.core.validation import check_choice, check_positive
 from neurips26.methods.samhybrid.config import ASCENTS, SAMHybridConfig
 
 ParamsOrGroups = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+# Every default of the optimizer has one home, the config: the API and the experiment cannot disagree.
+_DEFAULTS = SAMHybridConfig()
 
 
 class SAMHybrid(torch.optim.Optimizer):
@@ -37,9 +39,10 @@ class SAMHybrid(torch.optim.Optimizer):
     base_optimizer:
         The optimizer class that takes the descent step (e.g. ``torch.optim.Adam``).
     rho:
-        Radius of the ML groups (default 0.05, SAM paper's CIFAR setting; see the README on choosing it).
+        Radius of the ML groups (default ``SAMHybridConfig.rho``; see the README on choosing it).
     rho_physics:
-        Radius of the physics groups (default 0: the paper's hybrid adaptation as we read it).
+        Radius of the physics groups (default ``SAMHybridConfig.rho_physics`` = 0: the paper's hybrid
+        adaptation as we read it). Groups added later with ``add_param_group`` get their role's radius too.
     adaptive:
         ASAM's scale-invariant ball (``e = rho * w^2 g / ||w g||``).
     ascent:
@@ -71,11 +74,11 @@ class SAMHybrid(torch.optim.Optimizer):
         self,
         params: ParamsOrGroups,
         base_optimizer: type[torch.optim.Optimizer],
-        rho: float = 0.05,
-        rho_physics: float = 0.0,
-        adaptive: bool = False,
-        perturb_eps: float = 1e-12,
-        ascent: str = "gradient",
+        rho: float = _DEFAULTS.rho,
+        rho_physics: float = _DEFAULTS.rho_physics,
+        adaptive: bool = _DEFAULTS.adaptive,
+        perturb_eps: float = _DEFAULTS.perturb_eps,
+        ascent: str = _DEFAULTS.ascent,
         **base_kwargs: Any,
     ) -> None:
         check_choice("ascent", ascent, ASCENTS)
@@ -84,13 +87,8 @@ class SAMHybrid(torch.optim.Optimizer):
         check_positive("perturb_eps", perturb_eps)
         if not (isinstance(base_optimizer, type) and issubclass(base_optimizer, torch.optim.Optimizer)):
             raise TypeError(f"base_optimizer must be a torch.optim.Optimizer class, got {base_optimizer!r}")
+        self._rho_by_role = {"ml": rho, "physics": rho_physics}
         groups = _as_groups(params)
-        for group in groups:
-            role = group.setdefault("role", "ml")
-            if role not in ("ml", "physics"):
-                raise ValueError(f"param group role must be 'ml' or 'physics', got {role!r}")
-            group.setdefault("rho", rho_physics if role == "physics" else rho)
-            check_positive("group rho", group["rho"], allow_zero=True)
         # ``perturb_eps``, not ``eps``: group keys are shared with the base optimizer, and Adam reads ``eps``.
         defaults = {
             "rho": rho,
@@ -103,6 +101,15 @@ class SAMHybrid(torch.optim.Optimizer):
         self.base_optimizer = base_optimizer(self.param_groups, **base_kwargs)
         self.param_groups = self.base_optimizer.param_groups  # one set of groups: lr changes reach both
         self.defaults.update(self.base_optimizer.defaults)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group; its radius defaults to its role's (``role="physics"`` -> ``rho_physics``)."""
+        role = param_group.setdefault("role", "ml")
+        if role not in ("ml", "physics"):
+            raise ValueError(f"param group role must be 'ml' or 'physics', got {role!r}")
+        param_group.setdefault("rho", self._rho_by_role[role])
+        check_positive("group rho", param_group["rho"], allow_zero=True)
+        super().add_param_group(param_group)
 
     @classmethod
     def from_config(
