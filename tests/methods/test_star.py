@@ -328,3 +328,21 @@ def test_bad_shapes_and_schema_name_the_argument() -> None:
         inject_star(small_backbone(), STARConfig(target_modules=("nope",)), n_numeric=1)
     with pytest.raises(RuntimeError, match="not fitted"):
         STARDetector(schema).decision_function(X)
+
+
+@pytest.mark.parametrize("detector_cls", ["STARDetector", "BackboneDetector", "PerStateDetector"])
+def test_detector_defaults_are_the_experiments(detector_cls: str) -> None:
+    """One home per default: every detector's windowing and fine-tuning default is the experiment's."""
+    import inspect
+
+    from neurips26.methods.star import baselines, integration
+    from neurips26.methods.star.experiment import STARExperimentConfig
+
+    cls = getattr(integration, detector_cls, None) or getattr(baselines, detector_cls)
+    signature = inspect.signature(cls.__init__)
+    experiment = STARExperimentConfig()
+    for name in ("window", "n_steps", "batch_size", "lr", "mask_ratio"):
+        assert signature.parameters[name].default == getattr(experiment, name), (detector_cls, name)
+    for name in ("rank", "alpha", "target_modules"):
+        if name in signature.parameters:
+            assert signature.parameters[name].default == getattr(experiment.method, name)

@@ -18,6 +18,7 @@ from pyod.models.iforest import IForest
 from pyod.models.pca import PCA
 from pyod.models.ts_od import TimeSeriesOD
 
+from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.core import MaskedPatchReconstructor
 from neurips26.methods.star.integration import (
     SchemaSeries,
@@ -33,6 +34,8 @@ __all__ = ["BackboneDetector", "FrozenReconstructor", "PerStateDetector", "Serie
 
 STATE_HANDLING = ("drop", "numbers", "one_hot")
 ADAPTERS = ("none", "lora")
+
+_STAR = STARConfig()  # the LoRA baselines default to STAR's rank, alpha and targets (like for like)
 
 
 class FrozenReconstructor(MaskedPatchReconstructor):
@@ -67,16 +70,16 @@ class BackboneDetector(WindowedReconstructionDetector):
         backbone: TSBackbone | None = None,
         state_handling: str = "drop",
         adapter: str = "lora",
-        rank: int = 4,
-        alpha: float = 8.0,
-        target_modules: tuple[str, ...] = ("q", "v", "fc2"),
-        window: int = 64,
-        n_steps: int = 300,
-        batch_size: int = 32,
-        lr: float = 3e-3,
-        mask_ratio: float = 0.3,
-        mask_groups: int = 4,
-        stride: int = 16,
+        rank: int = _STAR.rank,
+        alpha: float = _STAR.alpha,
+        target_modules: tuple[str, ...] = _STAR.target_modules,
+        window: int = FINE_TUNING.window,
+        n_steps: int = FINE_TUNING.n_steps,
+        batch_size: int = FINE_TUNING.batch_size,
+        lr: float = FINE_TUNING.lr,
+        mask_ratio: float = FINE_TUNING.mask_ratio,
+        mask_groups: int = FINE_TUNING.mask_groups,
+        stride: int = FINE_TUNING.stride,
         contamination: float = 0.1,
         random_state: int = 0,
     ) -> None:
@@ -270,15 +273,15 @@ class PerStateDetector(BaseDetector):
         backbone: TSBackbone | None = None,
         max_models: int = 4,
         min_windows: int = 8,
-        rank: int = 4,
-        alpha: float = 8.0,
-        target_modules: tuple[str, ...] = ("q", "v", "fc2"),
-        window: int = 64,
-        n_steps: int = 300,
-        batch_size: int = 32,
-        lr: float = 3e-3,
-        mask_ratio: float = 0.3,
-        stride: int = 16,
+        rank: int = _STAR.rank,
+        alpha: float = _STAR.alpha,
+        target_modules: tuple[str, ...] = _STAR.target_modules,
+        window: int = FINE_TUNING.window,
+        n_steps: int = FINE_TUNING.n_steps,
+        batch_size: int = FINE_TUNING.batch_size,
+        lr: float = FINE_TUNING.lr,
+        mask_ratio: float = FINE_TUNING.mask_ratio,
+        stride: int = FINE_TUNING.stride,
         contamination: float = 0.1,
         random_state: int = 0,
     ) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from neurips26.core.config import param
 
-__all__ = ["STARConfig"]
+__all__ = ["FINE_TUNING", "FineTuningDefaults", "STARConfig"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +47,23 @@ class STARConfig:
         for name in ("alpha", "beta", "matching_weight"):
             if not float(getattr(self, name)) >= 0:
                 raise ValueError(f"STARConfig.{name} must be >= 0, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class FineTuningDefaults:
+    """Windowing and fine-tuning shared by STAR and every backbone baseline: one home for each default.
+
+    ``STARDetector``, ``BackboneDetector``, ``PerStateDetector`` and the experiment all default to these,
+    so the public API and the published experiment cannot disagree.
+    """
+
+    window: int = param(64, "ours: 8 patches of tiny-tsfm")
+    n_steps: int = param(250, "ours: fine-tuning optimizer steps (about 15 s on one core)")
+    batch_size: int = param(16, "ours: windows per step")
+    lr: float = param(1e-2, "ours: adapter learning rate (AdamW); 3e-3 left the matching head undertrained")
+    mask_ratio: float = param(0.3, "MOMENT: 30% of patches masked in (pre)training")
+    mask_groups: int = param(4, "ours: masked reconstructions averaged per window at scoring")
+    stride: int = param(16, "ours: training/scoring window stride (a quarter window)")
+
+
+FINE_TUNING = FineTuningDefaults()

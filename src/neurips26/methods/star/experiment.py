@@ -27,7 +27,7 @@ from neurips26.core.config import nested, param
 from neurips26.data.plant_sim import FAMILIES, PlantSimConfig, simulate_plant
 from neurips26.data.state_benchmarks import NO_STATES, SEMI_REAL, make_benchmark
 from neurips26.methods.star.baselines import BackboneDetector, PerStateDetector, SeriesPyOD, WindowedPyOD
-from neurips26.methods.star.config import STARConfig
+from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.integration import STARDetector, n_trainable
 from neurips26.methods.star.metrics import point_adjusted_f1, range_pr_auc, range_pr_vus
 from neurips26.zoo.tiny_patchtst import load_tiny_patchtst
@@ -46,12 +46,12 @@ class STARExperimentConfig:
     n_train: int = param(8000, "ours: ~28 simulated days of normal operation; fits the 3-minute default")
     n_test: int = param(6000, "ours: room for 3 x 6 anomalies with 40-step gaps")
     anomalies_per_family: int = param(6, "ours: 6 labelled segments per family per seed")
-    window: int = param(64, "ours: 8 patches of tiny-tsfm")
-    n_steps: int = param(250, "ours: fine-tuning optimizer steps (about 15 s on one core)")
-    batch_size: int = param(16, "ours: windows per step")
-    lr: float = param(1e-2, "ours: adapter learning rate (AdamW); 3e-3 left the matching head undertrained")
+    window: int = param(FINE_TUNING.window, "FineTuningDefaults (star/config.py)")
+    n_steps: int = param(FINE_TUNING.n_steps, "FineTuningDefaults (star/config.py)")
+    batch_size: int = param(FINE_TUNING.batch_size, "FineTuningDefaults (star/config.py)")
+    lr: float = param(FINE_TUNING.lr, "FineTuningDefaults (star/config.py)")
     deep_epochs: int = param(3, "ours: epochs of pyod's LSTMAD / AnomalyTransformer (seconds on one core)")
-    mask_ratio: float = param(0.3, "MOMENT: 30% of patches masked in (pre)training")
+    mask_ratio: float = param(FINE_TUNING.mask_ratio, "FineTuningDefaults (star/config.py)")
     max_buffer: int = param(100, "ours: VUS-PR buffers 0..100 (the longest injected anomaly is 60 steps)")
     max_state_models: int = param(4, "ours: one_per_state fits the 4 most frequent combinations + a fallback")
 

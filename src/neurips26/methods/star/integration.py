@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from pyod.models.base import BaseDetector
 
-from neurips26.methods.star.config import STARConfig
+from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.core import MaskedPatchReconstructor, inject_star
 from neurips26.zoo.tsfm import TSBackbone, load_tiny_tsfm
 
@@ -149,13 +149,13 @@ class WindowedReconstructionDetector(BaseDetector):
         self,
         state_columns: Mapping[Hashable, Sequence[Any]] | None = None,
         backbone: TSBackbone | None = None,
-        window: int = 64,
-        n_steps: int = 300,
-        batch_size: int = 32,
-        lr: float = 3e-3,
-        mask_ratio: float = 0.3,
-        mask_groups: int = 4,
-        stride: int = 16,
+        window: int = FINE_TUNING.window,
+        n_steps: int = FINE_TUNING.n_steps,
+        batch_size: int = FINE_TUNING.batch_size,
+        lr: float = FINE_TUNING.lr,
+        mask_ratio: float = FINE_TUNING.mask_ratio,
+        mask_groups: int = FINE_TUNING.mask_groups,
+        stride: int = FINE_TUNING.stride,
         beta: float = 1.0,
         contamination: float = 0.1,
         random_state: int = 0,
@@ -324,7 +324,8 @@ class STARDetector(WindowedReconstructionDetector):
         the vocabulary lists the integer codes a state may take. Other channels are numeric.
     backbone : a ``TSBackbone`` (None: the committed ``tiny-tsfm``); copied, never modified.
     config : ``STARConfig`` (None: its defaults); its ``beta`` weights the state term of the score.
-    window, n_steps, batch_size, lr, mask_ratio, mask_groups, stride : windowing and fine-tuning (ours).
+    window, n_steps, batch_size, lr, mask_ratio, mask_groups, stride : windowing and fine-tuning
+        (defaults: ``FINE_TUNING``, the experiment's; see ``FineTuningDefaults`` for their sources).
     contamination : pyod's expected outlier share, sets ``threshold_``.
 
     Attributes after ``fit``: ``model_`` (a ``STARModel``), ``threshold_``, ``decision_scores_``,
@@ -336,13 +337,13 @@ class STARDetector(WindowedReconstructionDetector):
         state_columns: Mapping[Hashable, Sequence[Any]] | None = None,
         backbone: TSBackbone | None = None,
         config: STARConfig | None = None,
-        window: int = 64,
-        n_steps: int = 300,
-        batch_size: int = 32,
-        lr: float = 3e-3,
-        mask_ratio: float = 0.3,
-        mask_groups: int = 4,
-        stride: int = 16,
+        window: int = FINE_TUNING.window,
+        n_steps: int = FINE_TUNING.n_steps,
+        batch_size: int = FINE_TUNING.batch_size,
+        lr: float = FINE_TUNING.lr,
+        mask_ratio: float = FINE_TUNING.mask_ratio,
+        mask_groups: int = FINE_TUNING.mask_groups,
+        stride: int = FINE_TUNING.stride,
         contamination: float = 0.1,
         random_state: int = 0,
     ) -> None:
