@@ -62,14 +62,15 @@ def bench_tokens(n: int, batch: int, heads: int, head_dim: int, repeats: int) ->
             "sprepe_sh_table_ms": lambda: (apply_householder(q, u_sh), apply_householder(k, u_sh)),
             "sprepe_xyz_table_ms": lambda: (apply_householder(q, u_xyz), apply_householder(k, u_xyz)),
             "axial_rope_positions_ms": lambda: (axial.encode(q, xyz), axial.encode(k, xyz)),
-            "sprepe_sh_positions_ms": lambda: sprepe_sh.apply(q, k, xyz=xyz),
-            "sprepe_xyz_positions_ms": lambda: sprepe_xyz.apply(q, k, xyz=xyz),
+            "sprepe_sh_positions_ms": lambda: sprepe_sh.encode_qk(q, k, xyz=xyz),
+            "sprepe_xyz_positions_ms": lambda: sprepe_xyz.encode_qk(q, k, xyz=xyz),
         }
         for name, fn in cases.items():
             row[name] = 1e3 * median_seconds(fn, repeats)
-        q_enc, k_enc = sprepe_sh.apply(q, k, xyz=xyz)
+        q_enc, k_enc = sprepe_sh.encode_qk(q, k, xyz=xyz)
         row["sdpa_sprepe_ms"] = 1e3 * median_seconds(
-            lambda: F.scaled_dot_product_attention(*sprepe_sh.apply(q, k, xyz=xyz), v), max(3, repeats // 3)
+            lambda: F.scaled_dot_product_attention(*sprepe_sh.encode_qk(q, k, xyz=xyz), v),
+            max(3, repeats // 3),
         )
         row["sdpa_geodesic_bias_ms"] = 1e3 * median_seconds(
             lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias_pe.attention_bias(xyz, xyz)),

@@ -210,8 +210,8 @@ def test_latlon_and_xyz_inputs_agree_and_norms_are_preserved() -> None:
     pe = SpRePE(32, "xyz")
     lat, lon = torch.tensor([-90.0, -10.0, 45.0, 90.0]), torch.tensor([0.0, 179.0, -180.0, 33.0])
     q, k = torch.randn(2, 4, 4, 32), torch.randn(2, 4, 4, 32)
-    q1, k1 = pe.apply(q, k, lat, lon)
-    q2, k2 = pe.apply(q, k, xyz=latlon_to_xyz(lat, lon))
+    q1, k1 = pe.encode_qk(q, k, lat, lon)
+    q2, k2 = pe.encode_qk(q, k, xyz=latlon_to_xyz(lat, lon))
     torch.testing.assert_close(q1, q2)
     torch.testing.assert_close(k1, k2)
     torch.testing.assert_close(q1.norm(dim=-1), q.norm(dim=-1))
@@ -257,13 +257,13 @@ def test_gradients_reach_the_reflector_parameters() -> None:
     ("call", "message"),
     [
         (
-            lambda pe: pe.apply(
+            lambda pe: pe.encode_qk(
                 torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.tensor([0.0, 91, 0]), torch.zeros(3)
             ),
             r"lat must lie in \[-90, 90\]",
         ),
         (
-            lambda pe: pe.apply(
+            lambda pe: pe.encode_qk(
                 torch.randn(1, 3, 16),
                 torch.randn(1, 3, 16),
                 torch.zeros(3),
@@ -272,7 +272,7 @@ def test_gradients_reach_the_reflector_parameters() -> None:
             "lon contains non-finite",
         ),
         (
-            lambda pe: pe.apply(
+            lambda pe: pe.encode_qk(
                 torch.randn(1, 3, 16),
                 torch.randn(1, 3, 16),
                 torch.tensor([0.0, float("inf"), 0]),
@@ -281,28 +281,34 @@ def test_gradients_reach_the_reflector_parameters() -> None:
             "lat contains non-finite",
         ),
         (
-            lambda pe: pe.apply(torch.randn(1, 4, 16), torch.randn(1, 4, 16), torch.zeros(3), torch.zeros(3)),
+            lambda pe: pe.encode_qk(
+                torch.randn(1, 4, 16), torch.randn(1, 4, 16), torch.zeros(3), torch.zeros(3)
+            ),
             "q has 4 tokens",
         ),
         (
-            lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 8), torch.zeros(3), torch.zeros(3)),
+            lambda pe: pe.encode_qk(
+                torch.randn(1, 3, 16), torch.randn(1, 3, 8), torch.zeros(3), torch.zeros(3)
+            ),
             "k has last dimension 8",
         ),
         (
-            lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(2)),
+            lambda pe: pe.encode_qk(
+                torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(2)
+            ),
             "lat and lon must have the same shape",
         ),
         (
-            lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16), xyz=torch.ones(3, 3)),
+            lambda pe: pe.encode_qk(torch.randn(1, 3, 16), torch.randn(1, 3, 16), xyz=torch.ones(3, 3)),
             "xyz must hold unit vectors",
         ),
         (
-            lambda pe: pe.apply(
+            lambda pe: pe.encode_qk(
                 torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.zeros(3), torch.zeros(3), xyz=torch.eye(3)
             ),
             "not both",
         ),
-        (lambda pe: pe.apply(torch.randn(1, 3, 16), torch.randn(1, 3, 16)), "positions missing"),
+        (lambda pe: pe.encode_qk(torch.randn(1, 3, 16), torch.randn(1, 3, 16)), "positions missing"),
         (lambda pe: pe.encode(torch.randn(2, 2, 3, 16), torch.eye(3).expand(5, 3, 3)), "batch size 5"),
     ],
 )
@@ -580,7 +586,19 @@ def test_any_latlon_preserves_norms_and_is_periodic_in_longitude(
     generator = torch.Generator().manual_seed(seed)
     q = torch.randn(1, 1, 16, generator=generator, dtype=torch.float64)
     lat_t, lon_t = torch.tensor([lat], dtype=torch.float64), torch.tensor([lon], dtype=torch.float64)
-    q1, _ = pe.apply(q, q, lat_t, lon_t)
-    q2, _ = pe.apply(q, q, lat_t, lon_t + 360.0)
+    q1, _ = pe.encode_qk(q, q, lat_t, lon_t)
+    q2, _ = pe.encode_qk(q, q, lat_t, lon_t + 360.0)
     torch.testing.assert_close(q1.norm(dim=-1), q.norm(dim=-1))
     torch.testing.assert_close(q1, q2, atol=1e-9, rtol=1e-9)
+
+
+def test_module_apply_reaches_the_embedding_inside_a_model() -> None:
+    """``model.apply(init_fn)`` (nn.Module's visitor) works on a model holding a SpRePE: not shadowed."""
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), SpRePEAttention(32, 2, mode="sh"))
+    visited: list[str] = []
+    model.apply(lambda module: visited.append(type(module).__name__))
+    assert "SpRePE" in visited and "SpRePEAttention" in visited
+    q = torch.randn(2, 5, 32)
+    lat, lon = torch.rand(5) - 0.5, torch.rand(5) * 6
+    encoded_q, encoded_k = SpRePE(32, mode="xyz").encode_qk(q, q, lat, lon)
+    torch.testing.assert_close(encoded_q, encoded_k)

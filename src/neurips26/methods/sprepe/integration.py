@@ -125,8 +125,9 @@ class SpRePE(SphericalPositionEmbedding):
     learnable : bool, default True
         Learn the degree weights w (``"sh"``) or the angles a (``"xyz"``); otherwise keep them as buffers.
 
-    Shapes: ``apply(q, k, lat, lon)`` with ``q``, ``k`` ``(..., N, head_dim)`` (e.g. ``(B, H, N, head_dim)``)
-    and ``lat``, ``lon`` ``(N,)`` or ``(B, N)`` degrees; or ``xyz=`` unit vectors ``(N, 3)`` / ``(B, N, 3)``.
+    Shapes: ``encode_qk(q, k, lat, lon)`` with ``q``, ``k`` ``(..., N, head_dim)`` (e.g.
+    ``(B, H, N, head_dim)``) and ``lat``, ``lon`` ``(N,)`` or ``(B, N)`` degrees; or ``xyz=`` unit
+    vectors ``(N, 3)`` / ``(B, N, 3)``.
     """
 
     transforms_qk = True
@@ -252,7 +253,7 @@ class SpRePE(SphericalPositionEmbedding):
         u = self.reflectors(xyz.to(x.dtype))
         return apply_householder(x, align_to(u, x, trailing=2))
 
-    def apply(
+    def encode_qk(
         self,
         q: Tensor,
         k: Tensor,
@@ -261,7 +262,11 @@ class SpRePE(SphericalPositionEmbedding):
         *,
         xyz: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """Encode queries and keys at the same token positions; returns ``(H(u) q, H(u) k)``."""
+        """Encode queries and keys at the same token positions; returns ``(H(u) q, H(u) k)``.
+
+        Not named ``apply``: that would shadow ``nn.Module.apply(fn)``, which ``model.apply(init_fn)``
+        calls on every submodule of a model holding this embedding.
+        """
         positions = resolve_positions(lat, lon, xyz)
         for name, tensor in (("q", q), ("k", k)):
             if tensor.shape[-1] != self.head_dim:
