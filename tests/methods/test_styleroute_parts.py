@@ -232,3 +232,22 @@ def test_bad_training_and_config_input() -> None:
         StyleRouteConfig(route_mode="everywhere")
     with pytest.raises(ValueError, match="t_min"):
         StyleRouteConfig(t_min=0.8, t_max=0.5)
+
+
+def test_pipeline_save_and_reload_keep_the_route_config_and_refuse_tensor_kwargs(tmp_path) -> None:
+    """save_pretrained -> from_pretrained gives the same pipeline, not one with the default config."""
+    from tests.methods.styleroute_helpers import tiny_pipeline
+
+    from neurips26.methods.styleroute import StyleRoutePipeline
+
+    pipe = tiny_pipeline(n_segments=7)
+    pipe.unet_kwargs = {"class_labels": 1}
+    pipe.save_pretrained(tmp_path / "pipe")
+    reloaded = StyleRoutePipeline.from_pretrained(tmp_path / "pipe")
+    assert reloaded.route_config == pipe.route_config and reloaded.route_config.n_segments == 7
+    assert reloaded.unet_kwargs == {"class_labels": 1}
+    for name, tensor in pipe.unet.state_dict().items():
+        torch.testing.assert_close(reloaded.unet.state_dict()[name], tensor)
+    pipe.unet_kwargs = {"encoder_hidden_states": torch.zeros(1, 2, 3)}
+    with pytest.raises(ValueError, match="not JSON values and would be lost"):
+        pipe.save_pretrained(tmp_path / "with_tensors")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,19 @@ def _batch(content: Any, name: str) -> np.ndarray:
     return np.stack([check_image(a, name) for a in array])
 
 
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _config_as_json(config: StyleRouteConfig) -> dict[str, Any]:
+    """The config's fields as plain JSON values (tuples become lists; ``StyleRouteConfig`` takes both)."""
+    return json.loads(json.dumps(asdict(config)))
+
+
 class StyleRoutePipeline(DiffusionPipeline):
     """Region-aware stylisation: ``pipe(content, style, budget=0.5, generator=g) -> StyleRouteOutput``.
 
@@ -127,7 +140,7 @@ class StyleRoutePipeline(DiffusionPipeline):
     unet: any diffusers-style denoiser in the image space of ``content`` (our ``SingleImagePrior``, a
         ``UNet2DModel``; a latent model needs the images encoded first, see the README).
     scheduler: a ``DDIMScheduler`` (eta = 0).
-    route_config: :class:`StyleRouteConfig` (defaults with their sources there).
+    route_config: :class:`StyleRouteConfig` (defaults with their sources there), or its fields as a dict.
     unet_kwargs: extra keyword arguments for every denoiser call (e.g. ``encoder_hidden_states``).
     """
 
@@ -135,13 +148,21 @@ class StyleRoutePipeline(DiffusionPipeline):
         self,
         unet: torch.nn.Module,
         scheduler: Any,
-        route_config: StyleRouteConfig | None = None,
+        route_config: StyleRouteConfig | dict[str, Any] | None = None,
         unet_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.register_modules(unet=unet, scheduler=scheduler)
+        if isinstance(route_config, dict):  # as ``from_pretrained`` hands it back from model_index.json
+            route_config = StyleRouteConfig(**route_config)
+        if route_config is not None and not isinstance(route_config, StyleRouteConfig):
+            raise TypeError(f"route_config must be a StyleRouteConfig, got {type(route_config).__name__}")
         self.route_config = route_config or StyleRouteConfig()
         self.unet_kwargs = dict(unet_kwargs or {})
+        # Recorded in model_index.json, so save_pretrained -> from_pretrained restores the same pipeline.
+        self.register_to_config(route_config=_config_as_json(self.route_config))
+        if _is_json(self.unet_kwargs):
+            self.register_to_config(unet_kwargs=self.unet_kwargs)
         self.bank = GuidanceBank()
         self._target_cache: dict[bytes, list[torch.Tensor]] = {}
 
@@ -161,6 +182,20 @@ class StyleRoutePipeline(DiffusionPipeline):
                 cache.pop(next(iter(cache)))
             cache[key] = style_targets(self.bank, style)
         return cache[key]
+
+    def save_pretrained(self, save_directory: str | Path, **kwargs: Any) -> None:
+        """diffusers' ``save_pretrained``; the route config travels in ``model_index.json``.
+
+        ``unet_kwargs`` holding tensors (e.g. ``encoder_hidden_states``) cannot be written to JSON: saving
+        refuses rather than reloading a pipeline that silently calls the denoiser without them.
+        """
+        if not _is_json(self.unet_kwargs):
+            raise ValueError(
+                f"unet_kwargs {sorted(self.unet_kwargs)} are not JSON values and would be lost: save the "
+                "tensors yourself and pass them again as StyleRoutePipeline.from_pretrained(path, "
+                "unet_kwargs=...), or save a pipeline without them"
+            )
+        super().save_pretrained(save_directory, **kwargs)
 
     @property
     def denoiser(self) -> Denoiser:
