@@ -354,14 +354,3 @@ def test_config_rejects_bad_values() -> None:
         POESConfig(min_weight=0.9, max_weight=0.1)
     with pytest.raises(ValueError, match="use_discrimination"):
         POESConfig(use_discrimination=False, use_coverage=False)
-
-
-def test_readme_usage_snippet_runs() -> None:
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).parents[2] / "src/neurips26/methods/poes/README.md"
-    snippet = re.search(r"```python\n(.*?)```", readme.read_text(), re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(snippet, str(readme), "exec"), namespace)
-    assert namespace["best_prompt"] in namespace["responses"]

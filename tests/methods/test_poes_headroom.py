@@ -122,3 +122,22 @@ def test_bad_input_names_the_argument() -> None:
         headroom_analysis({"cells": [], "claims": []})
     with pytest.raises(ValueError, match="rows"):
         plot_headroom([], "unused.png")
+
+
+def test_readme_headroom_snippet_runs_on_the_published_result(tmp_path) -> None:
+    """The README's headroom snippet, from the repository root's view: the published seeds10 result."""
+    from pathlib import Path
+
+    from neurips26.testing.snippets import readme_snippets, run_snippet
+
+    published = Path(__file__).resolve().parents[2] / "results" / "poes" / "seeds10.json"
+    [snippet] = [s for s in readme_snippets("poes") if "headroom_analysis" in s.code]
+    namespace = run_snippet(
+        snippet,
+        {
+            '"results/poes/seeds10.json"': repr(str(published)),
+            '"headroom.png"': repr(str(tmp_path / "h.png")),
+        },
+    )
+    assert (tmp_path / "h.png").stat().st_size > 0
+    assert set(namespace["same"]) and set(namespace["others"])

@@ -142,17 +142,6 @@ def test_candidate_space_size_is_what_the_readme_says():
     assert len(CANDIDATES) == 1070
 
 
-def test_readme_usage_snippet_runs():
-    import re
-    from pathlib import Path
-
-    readme = Path(__file__).parents[2] / "src/neurips26/methods/sad/README.md"
-    snippet = re.search(r"```python\n(.*?)```", readme.read_text(), re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(snippet, str(readme), "exec"), namespace)
-    assert len(namespace["result"].solved) == 5
-
-
 @needs_bundle
 def test_reuse_keeps_only_models_that_do_not_read_the_synthesizer(bundle):
     """``--reuse``: the synthesizers, the SL decomposer and its SL fine-tune are kept when their own

@@ -1,6 +1,4 @@
 import copy
-import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -420,14 +418,6 @@ def test_sam_on_the_ml_part_lowers_theta_error_and_a_random_ball_does_not() -> N
 def test_theta_error_scoring() -> None:
     model = HybridModel(FrictionlessPendulum(DAMPED_PENDULUM.params["omega0_sq"] * 1.1), None)
     assert relative_theta_error(model, "pendulum") == pytest.approx(0.1, rel=1e-5)
-
-
-def test_readme_usage_snippet_runs() -> None:
-    readme = Path(__file__).parents[2] / "src/neurips26/methods/samhybrid/README.md"
-    snippet = re.search(r"```python\n(.*?)```", readme.read_text(), re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(snippet, str(readme), "exec"), namespace)
-    assert "theta_hat" in namespace
 
 
 def test_optimizer_defaults_come_from_the_config_and_added_groups_get_their_roles_radius() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import re
 from pathlib import Path
 
 import pytest
@@ -52,12 +51,3 @@ def test_premise_auc_sees_flips_that_follow_disagreement() -> None:
     assert torch.equal(disagree, zero_shot != labels)
     assert premise_auc(disagree, disagree.long() * 3) == 1.0
     assert premise_auc(disagree, torch.zeros(90, dtype=torch.long)) == 0.5
-
-
-@pytest.mark.skipif(not (README.is_file() and _checkpoint()), reason="README or checkpoint missing")
-def test_readme_usage_snippet_runs() -> None:
-    snippet = re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(snippet, str(README), "exec"), namespace)
-    assert 0.0 <= namespace["accuracy"] <= 1.0
-    assert namespace["trainer"].ledger.epochs == namespace["config"].epochs

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import struct
 from pathlib import Path
 
@@ -358,9 +357,3 @@ def test_bad_model_inputs_name_the_argument(llama, tokens) -> None:
 
 
 # --- README ---------------------------------------------------------------------------------------------
-
-
-def test_readme_snippet_runs() -> None:
-    readme = (Path(__file__).parents[2] / "src/neurips26/methods/scalebits/README.md").read_text()
-    snippet = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
-    exec(compile(snippet, "README.md", "exec"), {})

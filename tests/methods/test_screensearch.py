@@ -370,16 +370,6 @@ def test_cli_explores_into_a_graph_file(tmp_path, capsys) -> None:
     assert latent_coverage(graph, SyntheticGUI(seed=0).reachable_latents()) > 0
 
 
-def test_readme_usage_snippet_runs(tmp_path, monkeypatch) -> None:
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[2] / "src/neurips26/methods/screensearch/README.md"
-    snippet = readme.read_text().split("```python\n")[1].split("```")[0]
-    snippet = snippet.replace("/tmp/screensearch_readme", str(tmp_path / "readme"))
-    exec(compile(snippet, str(readme), "exec"), {})
-    assert (tmp_path / "readme.graphml").stat().st_size > 0
-
-
 def test_priors_rank_buttons_over_labels_and_learn_from_outcomes() -> None:
     from neurips26.methods.screensearch.prior import ProposalPrior
 

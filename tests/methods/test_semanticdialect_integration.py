@@ -179,18 +179,6 @@ def test_bad_input_names_the_argument(tiny_dit):
         assign_subbooks(torch.rand(4, 1, 16), torch.zeros(4, dtype=torch.long), 1, 17)
 
 
-def test_usage_snippet_from_the_readme(tiny_dit):
-    model = copy.deepcopy(tiny_dit)
-    quantize_(
-        model, SemanticDialectConfig(n_dialects=32, seda_k=4, decomposition_ratio=0.1, tokens_per_frame=16)
-    )
-    model._semanticdialect_state.record = True
-    with torch.no_grad():
-        out = model(*_inputs())
-    assert out.shape == (2, 2, 16, 16)
-    assert set(temporal_report(model)) >= {"transformer_blocks.0.ff.net.2"}
-
-
 def test_kmeans_seda_clusters_the_block_inputs(tiny_dit):
     config = SemanticDialectConfig(seda_clustering="kmeans", seda_clusters=4, tokens_per_frame=16)
     model = quantize_(copy.deepcopy(tiny_dit), config)

@@ -89,9 +89,3 @@ def test_loader_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "train.csv").write_text("sample,label\ns0,maybe\n")
     with pytest.raises(ValueError, match="bonafide"):
         wmca(tmp_path, "train")
-
-
-def test_readme_usage_snippet_runs() -> None:
-    readme = Path(__file__).resolve().parents[2] / "src/neurips26/methods/semfas/README.md"
-    snippet = readme.read_text().split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(snippet, str(readme), "exec"), {})

@@ -1,6 +1,4 @@
 import math
-import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -465,14 +463,6 @@ def test_rope_range_leaves_snapmla_untouched_but_hurts_rope_in_fp8() -> None:
 
 def test_experiment_smoke_contract() -> None:
     check_experiment_contract(EXPERIMENT, "neurips26.methods.snapmla.experiment:EXPERIMENT")
-
-
-def test_readme_usage_snippet_runs() -> None:
-    readme = Path(__file__).parents[2] / "src/neurips26/methods/snapmla/README.md"
-    snippet = re.search(r"```python\n(.*?)```", readme.read_text(), re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(snippet, str(readme), "exec"), namespace)
-    assert namespace["cache"].get_seq_length() == namespace["tokens"].shape[1]
 
 
 def test_rope_gain_rescale_preserves_the_function_and_widens_the_rope_range() -> None:

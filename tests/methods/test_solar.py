@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import re
 from pathlib import Path
 
 import pytest
@@ -379,13 +378,6 @@ def test_cli_analyze_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "frontend torch-dispatch" in capsys.readouterr().out
     assert cli.main(parser.parse_args(["analyze", f"{source}:Model", "--hw", "nope"])) == 1
     assert "known" in capsys.readouterr().err
-
-
-def test_readme_snippet_runs() -> None:
-    text = README.read_text()
-    snippet = re.search(r"```python\n(.*?)```", text, re.S)
-    assert snippet is not None
-    exec(compile(snippet.group(1), str(README), "exec"), {})
 
 
 def test_experiment_smoke_cell_runs() -> None:

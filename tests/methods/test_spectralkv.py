@@ -374,12 +374,6 @@ def test_profile_with_wrong_layer_count_is_rejected(model):
         pass
 
 
-def test_readme_snippet_runs():
-    text = README.read_text()
-    snippet = text.split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(snippet, str(README), "exec"), {})
-
-
 def test_pivoting_from_rank_deficient_chosen_tokens_skips_their_span():
     g = torch.Generator().manual_seed(8)
     phi = torch.randn(1, 12, 5, generator=g)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -551,13 +550,6 @@ def test_torch_harmonics_and_scipy_spherical_harmonics_agree() -> None:
     assert SphericalHarmonicPE(64).backend == "torch_harmonics"
     with pytest.raises(ValueError, match="backend='x'"):
         SphericalHarmonicPE(64, backend="x")
-
-
-def test_readme_usage_snippet_runs() -> None:
-    text = README.read_text()
-    match = re.search(r"<!-- snippet -->\s*```python\n(.*?)```", text, re.DOTALL)
-    assert match, "README must hold a python snippet after <!-- snippet -->"
-    exec(compile(match.group(1), str(README), "exec"), {})
 
 
 def test_sprepe_attention_meets_the_module_basics() -> None:

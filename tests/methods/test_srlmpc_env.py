@@ -180,21 +180,6 @@ def test_overlapping_spawns_raise_a_clear_error() -> None:
         env.reset(seed=0)
 
 
-def test_readme_usage_snippets_run() -> None:
-    from pathlib import Path
-
-    from neurips26.methods.srlmpc.training import SRLMPC_POLICY
-
-    if not SRLMPC_POLICY.exists():
-        pytest.skip("no committed SRL-MPC policy")
-    readme = Path(__file__).parents[2] / "src/neurips26/methods/srlmpc/README.md"
-    blocks = readme.read_text().split("```python\n")[1:]
-    namespace: dict = {}
-    for block in blocks:
-        exec(block.split("```")[0], namespace)
-    assert namespace["gsf"].s_star.shape == (2,)
-
-
 def test_experiment_collision_check_agrees_with_shapely_and_bad_episode_count_is_named() -> None:
     from neurips26.methods.srlmpc.experiment import SRLMPCExperimentConfig, evaluate_episode, shapely_overlap
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -51,13 +50,6 @@ def test_family_metrics_leave_other_families_out_and_control_breaks_alignment() 
     series = np.arange(40.0).reshape(20, 2)
     rolled = _shuffle_states(series, [1], np.random.default_rng(0))
     assert np.array_equal(rolled[:, 0], series[:, 0]) and not np.array_equal(rolled[:, 1], series[:, 1])
-
-
-def test_readme_usage_snippet_runs() -> None:
-    snippet = re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL).group(1)
-    namespace: dict = {}
-    exec(compile(snippet, str(README), "exec"), namespace)
-    assert namespace["scores"].shape == (3000,)
 
 
 def test_deep_pyod_baselines_run_on_a_short_series() -> None:

@@ -160,16 +160,6 @@ def test_cli_analyze_and_translate(tmp_path, capsys) -> None:
     assert "function='nope' not found" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not pipeline.WEIGHTS.is_file(), reason="packaged weights not trained yet")
-def test_readme_usage_snippet_runs() -> None:
-    import re
-    from pathlib import Path
-
-    readme = Path(pipeline.__file__).with_name("README.md").read_text()
-    snippet = re.search(r"```python\n(.*?)```", readme, re.DOTALL).group(1)
-    exec(compile(snippet, "README.md", "exec"), {})
-
-
 def test_experiment_systems_are_built_from_the_config() -> None:
     from neurips26.methods.stparopt.experiment import EXPERIMENT, STParOptExperimentConfig
 
