@@ -41,15 +41,26 @@ def test_unknown_slug_lists_known_ones() -> None:
         raise AssertionError("expected KeyError")
 
 
-def test_missing_extra_makes_method_unavailable() -> None:
-    from dataclasses import replace
+def test_extras_come_from_pyproject_and_a_missing_distribution_makes_a_method_unavailable(
+    monkeypatch,
+) -> None:
+    """One declaration of each extra (pyproject): the registry reads it, no hand-kept import table."""
+    import tomllib
 
-    spec = replace(get_spec("samhybrid"), extras=("definitely_missing",))
     from neurips26 import registry
 
-    registry.EXTRA_IMPORTS["definitely_missing"] = ("no_such_module_xyz",)
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    requirements = registry.extra_requirements()
+    assert set(requirements) == set(declared)
+    assert "kvpress" in requirements["llm"] and "pyod" in requirements["ts"] and requirements["all"] == ()
+    for spec in METHODS:
+        assert set(spec.extras) <= set(declared), f"{spec.slug} names an extra pyproject does not declare"
+    spec = get_spec("star")
+    monkeypatch.setattr(registry, "installed_distributions", lambda: frozenset({"numpy"}))
+    assert spec.status == "unavailable" and "pip install 'neurips26[ts]'" in spec.status_text()
     try:
-        assert spec.status == "unavailable"
-        assert "pip install 'neurips26[definitely_missing]'" in spec.status_text()
-    finally:
-        del registry.EXTRA_IMPORTS["definitely_missing"]
+        registry.missing_distributions("nosuch")
+    except KeyError as exc:
+        assert "unknown extra 'nosuch'" in str(exc)
+    else:
+        raise AssertionError("an unknown extra must be named")

@@ -361,15 +361,13 @@ def _refresh_analyses(slug: str, readme: Path, result: dict) -> None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     import torch
 
-    from neurips26.registry import EXTRA_IMPORTS, _importable
+    from neurips26.registry import missing_distributions
 
     print(f"neurips26 {__version__}; python {sys.version.split()[0]}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CUDA: {torch.cuda.is_available()}")
     used = {extra for spec in METHODS for extra in spec.extras}
-    for extra, modules in EXTRA_IMPORTS.items():
-        if extra not in used:  # an extra no method needs yet is not worth a line
-            continue
-        missing = [m for m in modules if not _importable(m)]
+    for extra in sorted(used):  # an extra no method needs is not worth a line
+        missing = missing_distributions(extra)
         print(f"  extra {extra:8s} {'ok' if not missing else 'missing ' + ', '.join(missing)}")
     ready = [spec.slug for spec in METHODS if spec.status == "ready"]
     print(f"runnable methods ({len(ready)}): {', '.join(ready) or 'none'}")

