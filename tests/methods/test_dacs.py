@@ -24,7 +24,7 @@ from neurips26.methods.dacs.core import (
     ratio_qp_closed_form,
     solve_ratio_qp,
 )
-from neurips26.methods.dacs.integration import build_network
+from neurips26.methods.dacs.integration import DACS, build_network
 
 torch.set_num_threads(1)
 FAST = {"epochs": 12, "warmup_epochs": 3, "reestimate_every": 3, "hidden": 16}
@@ -212,6 +212,30 @@ def test_idea_stage_one_aligns_representations_before_propagation():
     on = h0_gap(DACSTrainer(config, lambda_feature=10.0).fit(pair.source, target))
     off = h0_gap(DACSTrainer(config, lambda_feature=0.0).fit(pair.source, target))
     assert on < 0.75 * off
+
+
+@pytest.mark.parametrize("stage_two_wired", [True, False], ids=["wired", "weights_cut_out"])
+def test_idea_trainer_trains_on_stage_two_weights(monkeypatch, stage_two_wired):
+    """Central idea (stage 2), through ``DACSTrainer.fit``: the re-estimated edge weights enter training.
+
+    The trained model must differ from the one trained without stage 2. The negative case cuts the
+    weights out of the training forward pass (``DACS.propagate`` drops them; re-estimation still runs),
+    the reviewer's break of issue 43: the model then equals the stage-2-off model bit for bit, so this
+    test would fail if the wiring were cut.
+    """
+    if not stage_two_wired:
+        propagate = DACS.propagate
+
+        def propagate_without_weights(self, h0, edge_index, edge_weights=None):
+            return propagate(self, h0, edge_index)
+
+        monkeypatch.setattr(DACS, "propagate", propagate_without_weights)
+    pair, target = _pair(seed=7, structure_shift=0.9)
+    with_stage_two = DACSTrainer(DACSConfig(**FAST)).fit(pair.source, target)
+    without = DACSTrainer(DACSConfig(**FAST, structure_reweighting=False)).fit(pair.source, target)
+    assert not torch.all(with_stage_two.edge_weights_[0] == 1)  # stage 2 did estimate non-unit weights
+    gap = float((with_stage_two.predict_logits(target) - without.predict_logits(target)).abs().max())
+    assert (gap > 0.05) == stage_two_wired, gap
 
 
 def test_trainer_weights_follow_warmup_and_reestimation():

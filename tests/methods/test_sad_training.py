@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from neurips26.methods.sad import tokens as tok
+from neurips26.methods.sad import training
 from neurips26.methods.sad.config import SADConfig
 from neurips26.methods.sad.models import MAX_SUBGOAL_TOKENS, Decomposer, Synthesizer
 from neurips26.methods.sad.policy import grouped_teacher_forced_logits, sup_and_policy_terms
@@ -159,14 +160,49 @@ def test_rl_weight_zero_and_no_entropy_is_sl_bit_for_bit(data):
     train_sad(sad, tiny_synth(), data, cfg, seed=3)
     for (name, a), b in zip(sl.state_dict().items(), sad.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
-    # idea on: the RL term changes the update
+    # idea on: the RL term changes the update. Same learning rate and the reference (unfused) passes, so
+    # only the advantage can make the difference: with zero rewards this run is SL's bit for bit too.
     on = copy.deepcopy(base)
-    train_sad(
-        on, tiny_synth(), data, SADConfig(rl_weight=1.0, entropy_coef=0.0, steps=4, batch_size=8), seed=3
-    )
+    train_sad(on, tiny_synth(), data, dataclasses.replace(cfg, rl_weight=1.0), seed=3, fused=False)
     assert any(
         not torch.equal(a, b) for a, b in zip(sl.state_dict().values(), on.state_dict().values(), strict=True)
     )
+
+
+class ShortSubgoalSolver:
+    """A :class:`SolverScorer` with a known reward: ``R(O) = -(tokens of O before padding)``, so the policy
+    that maximises it ends every subgoal at once."""
+
+    def score(self, context, subgoal: torch.Tensor, statement) -> torch.Tensor:
+        return -(subgoal != tok.PAD).sum(1).float()
+
+
+def _greedy_reward(decomposer: Decomposer, data) -> float:
+    subgoals = decomposer.generate(data.decomposer_input(), greedy=True)
+    return float(ShortSubgoalSolver().score(None, subgoals, None).mean())
+
+
+@pytest.mark.parametrize("break_", [None, "rewards_zero", "advantage_flipped"])
+def test_idea_train_sad_climbs_the_solvers_reward(data, monkeypatch, break_):
+    """Central idea (the decomposer is trained on the solver's reward), through ``train_sad``: with the
+    policy term alone (``sup_weight = 0``) the greedy subgoals' reward under a solver with a known reward
+    rises by far (-24 -> -1 tokens). The negative cases are issue 43's two breaks inside ``train_sad``:
+    the solver rewards set to zero (the parameters then never move) and the advantage's sign flipped (the
+    reward falls or stays at its floor)."""
+    if break_ == "rewards_zero":
+        rewards = training.paired_rewards
+        monkeypatch.setattr(
+            training, "paired_rewards", lambda *args: tuple(torch.zeros_like(r) for r in rewards(*args))
+        )
+    elif break_ == "advantage_flipped":
+        advantage = training.scst_advantage
+        monkeypatch.setattr(training, "scst_advantage", lambda *args: -advantage(*args))
+    decomposer = tiny_decomposer(0)
+    before = _greedy_reward(decomposer, data)
+    config = SADConfig(sup_weight=0.0, entropy_coef=0.0, steps=12, batch_size=16, lr=1e-2)
+    train_sad(decomposer, ShortSubgoalSolver(), data, config, seed=0)
+    gain = _greedy_reward(decomposer, data) - before
+    assert (gain > 5.0) == (break_ is None), (before, gain)
 
 
 def test_frozen_solver_gets_no_gradient(data):

@@ -269,6 +269,38 @@ def test_idea_swip_prototypes_sit_on_the_visual_clusters() -> None:
     assert not bool(plain.has_prototypes)
 
 
+@pytest.mark.parametrize("stability_wired", [True, False], ids=["wired", "stability_ignored"])
+def test_idea_trainer_builds_swip_prototypes_from_stable_samples(monkeypatch, stability_wired) -> None:
+    """Central idea (SWIP's stability weights), through ``SASTTrainer.adapt``: the trainer's prototypes
+    are built from the stable samples. The ledger's stability is made an oracle (1 exactly on the correctly
+    predicted samples), so a trainer that reads it puts each prototype on its true class mean, while the
+    confidence-weighted mean of all predicted members (what SWIP is without stability) sits far off. The
+    negative case is issue 43's break: the trainer's call of ``core.stability_weights`` sees s = 1."""
+    backbone, images, truth, names = toy_task(anchor_shift=1.0, seed=2)
+    monkeypatch.setattr(FlipLedger, "stability", lambda self: (self.last == truth).float())
+    if not stability_wired:
+        weights = core.stability_weights
+
+        def ignoring_stability(stability, confidence, kappa, s_min):
+            return weights(torch.ones_like(stability), confidence, kappa, s_min)
+
+        monkeypatch.setattr(core, "stability_weights", ignoring_stability)
+    trainer = SASTTrainer(backbone, names, TEMPLATES, SASTConfig(epochs=1))  # prototypes of epoch 0
+    classifier = trainer.adapt(images, "UL", diagnostic_labels=truth)
+    with torch.no_grad():  # epoch 0's features and probabilities: the untrained classifier's
+        fresh = SASTTrainer(backbone, names, TEMPLATES, SASTConfig(epochs=0)).build_classifier()
+        f = fresh.project(backbone.encode_image(images))
+        probs = fresh.mix(f)[0].softmax(dim=1)
+    predicted = trainer.ledger.last
+    assert 0.3 < float((predicted == truth).float().mean()) < 0.8  # the zero-shot labels are noisy
+    confidence = probs.gather(1, predicted[:, None]).squeeze(1)
+    without_stability, _ = core.swip_prototypes(f, predicted, confidence, 4)
+    means = F.normalize(torch.stack([f[truth == c].mean(0) for c in range(4)]), dim=1)
+    fit = float((classifier.prototypes * means).sum(1).mean())
+    fit_without = float((without_stability * means).sum(1).mean())
+    assert (fit > 0.95 and fit > fit_without + 0.2) == stability_wired, (fit, fit_without)
+
+
 def test_idea_text_refinement_separates_the_most_flipped_pair() -> None:
     """Central idea (text refinement): the margin on the most-flipped class pair makes the refined anchors
     t' separate that pair's (pseudo-labelled) samples better than CLIP's anchors t do, in the same adapted

@@ -28,6 +28,7 @@ from neurips26.methods.screensearch import (
 )
 from neurips26.methods.screensearch.evaluation import latent_coverage
 from neurips26.methods.screensearch.experiment import ScreenSearchExperimentConfig
+from neurips26.methods.screensearch.explorer import Act
 from neurips26.methods.screensearch.graph import SCHEMA_VERSION
 from neurips26.methods.screensearch.screen import jaccard
 
@@ -407,3 +408,131 @@ def test_replay_varies_among_equally_short_paths() -> None:
     fixed = {tuple(graph.shortest_path(1, 4)) for _ in range(20)}
     assert len(varied) == 2 and len(fixed) == 1  # idea off (no rng): one history only
     assert graph.shortest_path(1, 99, rng) is None
+
+
+# ---------------------------------------------------------------- ideas through the explorer (issue 43)
+def _button(name: str, row: int) -> dict:
+    states = ["enabled", "showing", "visible"]
+    return {
+        "role": "push button",
+        "name": name,
+        "states": states,
+        "extents": (10, 10 + 30 * row, 100, 20),
+        "actions": ["click"],
+    }
+
+
+def _label(text: str, row: int) -> dict:
+    return {
+        "role": "label",
+        "name": text,
+        "states": ["showing", "visible"],
+        "extents": (200, 10 + 20 * row, 150, 18),
+    }
+
+
+class _TwinFormsApp:
+    """A :class:`Backend` with two similar but distinct forms (Jaccard 0.71, between the matching floor
+    0.7 and the dedup threshold 0.85): Home -> form A or form B; "Submit" on A leads to a receipt and on B
+    to an error page, so the same action signature has different outcomes on similar screens. "Start over"
+    (a name without a prior penalty) leads Home from every page."""
+
+    name = "twin-forms"
+    FIELDS = ("Name", "Email", "Street", "City", "Zip", "Phone")
+
+    def __init__(self) -> None:
+        self.page = "home"
+
+    def _screen(self) -> Screen:
+        if self.page == "home":
+            children = [_button("Fill form A", 0), _button("Fill form B", 1), _label("Welcome", 0)]
+        elif self.page in ("a", "b"):
+            extra = ("Country", "Notes") if self.page == "a" else ("Coupon", "Gift card")
+            texts = (*self.FIELDS, *extra)
+            children = [_button("Submit", 0), _button("Start over", 1)]
+            children += [_label(text, row) for row, text in enumerate(texts)]
+        else:
+            children = [_button("Start over", 0), _label(self.page.title(), 0)]
+        tree = {"role": "frame", "name": "Forms", "states": ["showing"], "extents": (0, 0, 400, 300)}
+        return Screen.from_tree({**tree, "children": children}, app=self.name, truth={"page": self.page})
+
+    def reset(self) -> Screen:
+        self.page = "home"
+        return self._screen()
+
+    def observe(self) -> Screen:
+        return self._screen()
+
+    def actions(self, screen: Screen) -> list:
+        return screen.actions()
+
+    def act(self, action) -> Screen:
+        if self.page == "home" and action.label.startswith("fill form"):
+            self.page = action.label[-1]
+        elif self.page in ("a", "b") and action.label == "submit":
+            self.page = "receipt" if self.page == "a" else "error"
+        else:
+            self.page = "home"
+        return self._screen()
+
+    def close(self) -> None:
+        pass
+
+
+def _state_of(explorer: Explorer, page: str) -> int:
+    return next(s for s in explorer.graph.state_actions if explorer.graph.truth[s][0]["page"] == page)
+
+
+def test_the_twin_forms_are_similar_but_distinct_screens() -> None:
+    app = _TwinFormsApp()
+    app.page = "a"
+    form_a = set(structural_tokens(app.observe()))
+    app.page = "b"
+    form_b = set(structural_tokens(app.observe()))
+    config = ScreenSearchConfig()
+    assert config.min_similarity <= jaccard(form_a, form_b) < config.dedup_threshold
+
+
+@pytest.mark.parametrize("matching_wired", [True, False], ids=["wired", "matched_screens_removed"])
+def test_idea_similar_screens_pool_their_outcomes_through_the_explorer(monkeypatch, matching_wired) -> None:
+    """Central idea (matched-action outcome dispersion), through ``Explorer.run``: each form alone always
+    gives the same "Submit" outcome, but the two similar forms give different ones, so the explorer's
+    ambiguity signal flags both forms. The negative case is issue 43's break: the matched similar screens
+    removed from the estimator (each state matched only with itself); then nothing is flagged."""
+    if not matching_wired:
+        monkeypatch.setattr(AmbiguityEstimator, "neighbours", lambda self, state: [(state, 1.0)])
+    explorer = Explorer(_TwinFormsApp(), ScreenSearchPolicy(), seed=0)
+    explorer.run(30)
+    scores = [explorer.estimator.state_score(_state_of(explorer, page)) for page in ("a", "b")]
+    own = [len(explorer.graph.outcomes[(_state_of(explorer, p), "push button|submit|click")]) for p in "ab"]
+    assert own == [1, 1]  # each form alone is deterministic: any ambiguity comes from matching
+    assert (min(scores) > 0.5) == matching_wired, scores
+
+
+@pytest.mark.parametrize("local_wired", [True, False], ids=["wired", "local_ambiguity_removed"])
+def test_idea_the_policy_re_probes_an_ambiguous_action_where_it_stands(monkeypatch, local_wired) -> None:
+    """Central idea (ambiguity in the local Q), through ``ScreenSearchPolicy.decide``: standing on form A,
+    whose "Submit" was tried twice and is ambiguous (form B's differs), and whose "Start over" was tried
+    once and is not, the policy re-probes "Submit" here although PUCT's visit bonus favours the other
+    button. The negative case is issue 43's break: ambiguity removed from the local action values only
+    (the replay target still reads it); the policy then leaves "Submit" alone."""
+    if not local_wired:
+        action_values = ScreenSearchPolicy.action_values
+
+        def without_ambiguity(self, ex, state, actions, dist):
+            q, n = action_values(self, ex, state, actions, dist)
+            bonus = np.array([ex.estimator.unresolved(state, a.signature) for a in actions])
+            return q - ex.config.beta * np.where(n > 0, bonus, 0.0), n
+
+        monkeypatch.setattr(ScreenSearchPolicy, "action_values", without_ambiguity)
+    explorer = Explorer(_TwinFormsApp(), ScreenSearchPolicy(), config=ScreenSearchConfig(), seed=0)
+    explorer.budget = 100
+    explorer.replay(None)  # reset: the root is Home
+    script = ["fill form a", "start over", "fill form b", "start over", "fill form a", "submit", "start over"]
+    script += ["fill form b", "submit", "start over", "fill form a", "submit", "start over"]
+    for label in script:  # every action of every page tried; A's "Submit" once in each of two histories
+        explorer.step(next(a for a in explorer.current_actions if a.label == label))
+    assert explorer.replay(_state_of(explorer, "a"))
+    decision = explorer.policy.decide(explorer)
+    re_probes = isinstance(decision, Act) and decision.action.label == "submit"
+    assert re_probes == local_wired, decision

@@ -13,6 +13,7 @@ from neurips26.methods.semanticdialect import (
     SemanticDialectQuantizer,
     TokenContext,
     assign_subbooks,
+    integration,
     quantize_,
     salient_tokens,
     temporal_report,
@@ -112,6 +113,69 @@ def test_decomposition_raises_the_salient_rows_sqnr_and_only_theirs():
     err = lambda y, rows: float(((y - x)[rows] ** 2).sum() / (x[rows] ** 2).sum())  # noqa: E731
     assert err(decomposed, salient) < 0.05 * err(plain, salient)
     assert torch.equal(decomposed[~salient], plain[~salient])
+
+
+def _attention_mass_received(model: TinyVDiT) -> torch.Tensor:
+    """(B, N) attention mass each token receives in block 0 of the unquantized model, from its own
+    q and k (averaged over heads): the reference the quantized model's salient rows must follow."""
+    attention, seen = model.transformer_blocks[0].attn1, {}
+
+    def grab(module, args, kwargs):
+        seen["hidden"] = args[0] if args else kwargs["hidden_states"]
+
+    handle = attention.register_forward_pre_hook(grab, with_kwargs=True)
+    with torch.no_grad():
+        model(*_inputs())
+        handle.remove()
+        hidden = seen["hidden"]
+        b, n, _ = hidden.shape
+        q, k = (
+            t.view(b, n, attention.heads, -1).transpose(1, 2)
+            for t in (attention.to_q(hidden), attention.to_k(hidden))
+        )
+        return ((q @ k.transpose(-1, -2)) * attention.scale).softmax(dim=-1).sum(dim=-2).mean(dim=1)
+
+
+@pytest.mark.parametrize("saliency_wired", [True, False], ids=["wired", "saliency_random"])
+def test_idea_decomposed_rows_are_the_tokens_receiving_the_most_attention(
+    tiny_dit, monkeypatch, saliency_wired
+):
+    """Central idea (attention-guided decomposition), through ``quantize_``: the rows that get the residual
+    4-bit term (error far below the others) are the tokens receiving the most attention mass. The negative
+    case is issue 43's break: the saliency ``quantize_`` hands to ``salient_tokens`` replaced by random
+    numbers; the decomposed rows then overlap the most-attended tokens only by chance (ratio 0.25)."""
+    if not saliency_wired:
+        select = integration.salient_tokens
+        noise = torch.Generator().manual_seed(0)
+        monkeypatch.setattr(
+            integration,
+            "salient_tokens",
+            lambda mass, ratio: select(torch.rand(mass.shape, generator=noise), ratio),
+        )
+    model = quantize_(
+        copy.deepcopy(tiny_dit), SemanticDialectConfig(decomposition_ratio=0.25, tokens_per_frame=16)
+    )
+    layer, seen = (
+        model.transformer_blocks[0].attn1.to_out[0],
+        {},
+    )  # its input comes after this step's attention
+    quantizer = layer.act_quantizer
+
+    def spy(x, context=None):
+        seen["x"], seen["xq"] = x, quantizer(x, context)
+        return seen["xq"]
+
+    layer.act_quantizer = spy
+    with torch.no_grad():
+        model(*_inputs())
+    x, xq = seen["x"], seen["xq"]
+    error = ((xq - x) ** 2).sum(-1) / (x**2).sum(-1)  # (B, N) relative error per row
+    count = 8  # ceil(0.25 * 32 tokens)
+    decomposed = error.topk(count, dim=-1, largest=False).indices
+    attended = _attention_mass_received(tiny_dit).topk(count, dim=-1).indices
+    overlap = sum(len(set(d.tolist()) & set(a.tolist())) for d, a in zip(decomposed, attended, strict=True))
+    overlap /= decomposed.numel()
+    assert (overlap > 0.6) == saliency_wired, overlap
 
 
 def test_seda_with_k_equal_to_the_book_size_equals_no_seda():

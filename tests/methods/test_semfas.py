@@ -164,6 +164,31 @@ def test_phases_change_the_prediction_through_interference() -> None:
     assert (with_phase.born - without.born).abs().max() > 1e-4
 
 
+@pytest.mark.parametrize("amplitude_wired", [True, False], ids=["wired", "amplitude_fixed_to_one"])
+def test_idea_evidence_strength_weights_a_modality_in_the_measurement(monkeypatch, amplitude_wired) -> None:
+    """Central idea (amplitude = evidence strength), through ``SEMFAS.forward``: raising one modality's
+    amplitude pre-activation (w_m . h_m + b_m) hands it the measurement: its share of the main effects
+    goes from ~0 to most of them. The negative case is issue 43's break: every present modality's
+    amplitude fixed to 1 inside ``SEMFAS.states``; the share then cannot move."""
+    if not amplitude_wired:
+        states = SEMFAS.states
+
+        def unit_amplitudes(self, features, present):
+            amplitude, psi = states(self, features, present)
+            return (amplitude > 0).to(amplitude.dtype), psi
+
+        monkeypatch.setattr(SEMFAS, "states", unit_amplitudes)
+    model, inputs = _model(seed=3), _inputs(seed=4)
+    shares = []
+    for amplitude_bias in (-4.0, 4.0):
+        with torch.no_grad():
+            model.projection["rgb"].bias[0] = amplitude_bias  # row 0 of the projection is the amplitude
+            main = model(inputs).main_effects  # [B, C, M]
+        shares.append(main[..., 0].sum(-1) / main.sum((-1, -2)))  # rgb's share per sample
+    weak, strong = shares
+    assert bool((weak < 0.05).all() and (strong > 0.6).all()) == amplitude_wired, (weak, strong)
+
+
 def test_single_head_is_a_pure_state_and_several_heads_mix() -> None:
     assert _model(heads=1)(_inputs()).mixedness.abs().max() < 1e-12
     assert _model(heads=3)(_inputs()).mixedness.min() > 1e-4

@@ -67,6 +67,57 @@ def test_constant_policy_reproduces_fixed_hocbf_mpc_step_for_step() -> None:
     np.testing.assert_allclose(_episode_actions(env, tuned, 3), _episode_actions(env, fixed, 3), atol=1e-9)
 
 
+def _run_constant_policy(action: np.ndarray, steps: int = 15) -> tuple[float, np.ndarray]:
+    """(metres the robot moved towards its goal, its accelerations) under SRL-MPC with a fixed action."""
+    config = SRLMPCConfig()
+    controller = SRLMPCController(ConstantPolicy(action), config)
+    env = ShapeCrowdEnv(CrowdConfig(n_bodies=5))
+    env.reset(seed=0)
+    controller.reset()
+    start = np.linalg.norm(env.goals[0] - env.positions[0])
+    accelerations = []
+    for _ in range(steps):
+        accelerations.append(controller.act(env, 0))
+        _, _, term, trunc, _ = env.step(accelerations[-1] / env.config.max_accel)
+        if term or trunc:
+            break
+    return start - np.linalg.norm(env.goals[0] - env.positions[0]), np.array(accelerations)
+
+
+@pytest.mark.parametrize("policy_wired", [True, False], ids=["wired", "policy_ignored"])
+def test_idea_the_policys_parameters_steer_the_controller(monkeypatch, policy_wired) -> None:
+    """Central idea (the RL policy tunes the MPC), through ``SRLMPCController.act``: the policy's speed
+    reference sets how far the robot gets (15 steps: 1.2 m at a = -1 vs 2.5 m at a = +1), and its
+    per-neighbour HOCBF gains change the accelerations. The negative case is issue 43's break: the
+    controller still queries the policy but runs the base parameters."""
+    if not policy_wired:
+        current_params = SRLMPCController.current_params
+
+        def ignoring_the_policy(self, env, index):
+            current_params(self, env, index)
+            return self.base
+
+        monkeypatch.setattr(SRLMPCController, "current_params", ignoring_the_policy)
+    k = SRLMPCConfig().k_neighbours
+    size = action_size(SRLMPCConfig())
+
+    def action(group: slice, value: float) -> np.ndarray:
+        out = np.zeros(size, dtype=np.float32)
+        out[group] = value
+        return out
+
+    speed = slice(2 * k + 1, 2 * k + 2)  # the speed reference
+    slow, _ = _run_constant_policy(action(speed, -1.0))
+    fast, _ = _run_constant_policy(action(speed, 1.0))
+    gains = slice(0, 2 * k)  # gamma1, gamma2 of every neighbour slot
+    _, cautious = _run_constant_policy(action(gains, -1.0))
+    _, eager = _run_constant_policy(action(gains, 1.0))
+    n = min(len(cautious), len(eager))
+    gains_matter = float(np.abs(cautious[:n] - eager[:n]).max()) > 0.1
+    assert (fast > slow + 0.5) == policy_wired, (slow, fast)
+    assert gains_matter == policy_wired
+
+
 def test_for_discs_the_shape_aware_mpc_equals_the_circle_mpc_cbf() -> None:
     env = ShapeCrowdEnv(CrowdConfig(n_bodies=6, shape_mix="discs"))
     shape = HOCBFMPCController(perception="shape")

@@ -5,8 +5,26 @@ from neurips26.methods.dacs.core import GradientReversal, prototype_edge_ratio, 
 from neurips26.methods.dacs.diagnose import ShiftDiagnosis, diagnose_shift
 from neurips26.methods.dacs.integration import DACS, DACSTrainer
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); the README's "Central ideas" table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "stage 1 aligns h0 before propagation": (
+        "tests/methods/test_dacs.py::test_idea_stage_one_aligns_representations_before_propagation"
+    ),
+    "stage 2's gamma moves the source's neighbour law onto the target's": (
+        "tests/methods/test_dacs.py::test_idea_reweighted_source_matches_the_target_edge_distribution"
+    ),
+    "stage 2's weights enter training": (
+        "tests/methods/test_dacs.py::test_idea_trainer_trains_on_stage_two_weights"
+    ),
+    "the FCSS estimate needs FS-aligned features": (
+        "tests/methods/test_dacs.py::test_idea_stage_order_fcss_estimate_needs_aligned_features"
+    ),
+}
+
 __all__ = [
     "DACS",
+    "IDEAS",
     "DACSConfig",
     "DACSTrainer",
     "GradientReversal",

@@ -5,7 +5,28 @@ from neurips26.methods.semfas.core import BornMeasurement, born_decomposition, f
 from neurips26.methods.semfas.model import SEMFAS, SEMFASOutput, explain
 from neurips26.methods.semfas.training import TrainSettings, fit, modality_dropout, semfas_loss
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id from the
+#: repository root); the README's idea table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "phases make modalities interfere": (
+        "tests/methods/test_semfas.py::test_phases_change_the_prediction_through_interference"
+    ),
+    "amplitude is evidence strength: it weights a modality in the measurement": (
+        "tests/methods/test_semfas.py::test_idea_evidence_strength_weights_a_modality_in_the_measurement"
+    ),
+    "a mixture of heads, not one pure state": (
+        "tests/methods/test_semfas.py::test_single_head_is_a_pure_state_and_several_heads_mix"
+    ),
+    "a missing modality contributes nothing": (
+        "tests/methods/test_semfas.py::test_missing_modality_has_zero_main_and_pairwise_terms"
+    ),
+    "the coverage element flags out-of-regime inputs": (
+        "tests/methods/test_semfas_experiment.py::test_trained_coverage_mismatch_flags_out_of_regime_inputs"
+    ),
+}
+
 __all__ = [
+    "IDEAS",
     "SEMFAS",
     "BornMeasurement",
     "SEMFASConfig",
