@@ -139,6 +139,15 @@ def test_a_control_equal_to_a_baseline_is_a_warning_on_the_claim() -> None:
     assert "Warnings:\n- ours beats fedavg: control uniform equals baseline fedavg" in claims_table(result)
 
 
+def test_a_control_equal_on_too_few_cells_is_not_called_identical() -> None:
+    claim = Claim("ours beats fedavg", "accuracy", "ours", ("fedavg",), controls=("uniform",))
+    nan = float("nan")
+    result = _judge(_experiment((claim,), ("ours", "fedavg", "uniform")), {
+        "ours": OURS, "fedavg": BASE, "uniform": [*OURS[:2], nan, nan, nan],
+    })  # fmt: skip
+    assert result["claims"][0]["reproduced"] == "true" and result["claims"][0]["warnings"] == []
+
+
 def test_a_control_built_by_a_baselines_factory_is_rejected_at_load() -> None:
     claim = Claim("ours beats fedavg", "accuracy", "ours", ("fedavg",), controls=("uniform",))
     shared = _factory("fedavg")

@@ -118,7 +118,7 @@ def _check_point(
     for control, values in controls.items():
         rivals = {name: rival for name, rival in baselines.items() if name != control}
         check.controls[control] = check_claim_at(values, rivals, ours_name=control, **options).reproduced
-    same = [control for control, values in controls.items() if identical(ours, values)]
+    same = [name for name, values in controls.items() if identical(ours, values, min_shared=MIN_PAIRS)]
     passing = [name for name, verdict in check.controls.items() if verdict == "true"]
     if same and check.n_pairs >= MIN_PAIRS:
         check.reproduced = "indistinguishable"
@@ -165,6 +165,7 @@ def control_warnings(claim: Claim, cells: list[dict], points: list[dict | None])
                 identical(
                     values_by_key(cells, control, claim.metric, point),
                     values_by_key(cells, baseline, claim.metric, point),
+                    min_shared=MIN_PAIRS,
                 )
                 for point in points
             ):

@@ -107,14 +107,14 @@ def verdict_from_interval(low: float, high: float) -> Verdict:
     return "inconclusive"
 
 
-def identical(first: Mapping[Any, float], second: Mapping[Any, float]) -> bool:
+def identical(first: Mapping[Any, float], second: Mapping[Any, float], *, min_shared: int = 1) -> bool:
     """Whether two systems' cells are equal (up to float rounding) on every key both have a finite value.
 
-    Needs at least one shared key: two systems with nothing in common are not shown to be equal.
+    Needs ``min_shared`` shared keys: two systems with (almost) nothing in common are not shown equal.
     """
     a, b = _finite(first), _finite(second)
     keys = set(a) & set(b)
-    if not keys:
+    if len(keys) < max(min_shared, 1):
         return False
     x = np.array([a[k] for k in keys])
     y = np.array([b[k] for k in keys])

@@ -25,18 +25,17 @@ EXTRA_LEGEND = {
     "indistinguishable": "≡ indistinguishable (ours equals a compared system cell for cell)",
     "uninformative": "◌ uninformative (the design cannot resolve the claim's positive contrast)",
 }
-MDE_LEGEND = (
-    "MDE: the smallest true difference the design finds with 80% power (two-sided 5%); "
-    "< paper / > paper: the interval lies below / above the effect the paper reports"
-)
+MDE_LEGEND = "MDE: the smallest true difference the design finds with 80% power (two-sided 5%)"
+PAPER_LEGEND = "< paper / > paper: the interval lies below / above the effect the paper reports"
 
 
-def verdict_legend(verdicts: Iterable[str], *, with_mde: bool = False) -> str:
+def verdict_legend(verdicts: Iterable[str], *, with_mde: bool = False, with_paper: bool = False) -> str:
     """The legend of the verdict marks, with the newer verdicts' entries only where they are shown."""
     shown = set(verdicts)
     extras = [text for verdict, text in EXTRA_LEGEND.items() if verdict in shown]
     legend = VERDICT_LEGEND + "".join(f"; {text}" for text in extras)
-    return legend + (f". {MDE_LEGEND}" if with_mde else "")
+    notes = [MDE_LEGEND] * with_mde + [PAPER_LEGEND] * with_paper
+    return legend + "".join(f". {note}" for note in notes)
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -204,7 +203,8 @@ def claims_table(result: dict) -> str:
     warnings = [f"- {claim['text']}: {w}" for claim in result["claims"] for w in claim.get("warnings") or []]
     verdicts = [v for claim in result["claims"] for v in _verdicts_shown(claim)]
     with_mde = any(check.get("mde") is not None for claim in result["claims"] for check in claim["checks"])
-    legend = verdict_legend(verdicts, with_mde=with_mde)
+    with_paper = any(claim.get("paper_effect") is not None for claim in result["claims"])
+    legend = verdict_legend(verdicts, with_mde=with_mde, with_paper=with_paper)
     return table + ("\n\nWarnings:\n" + "\n".join(warnings) if warnings else "") + "\n\n" + legend
 
 
