@@ -17,6 +17,7 @@ from neurips26.bench.experiment import Claim, Experiment, Profile
 from neurips26.bench.results import point_key
 from neurips26.bench.stats import (
     MIN_PAIRS,
+    ClaimCheck,
     Cluster,
     below_floor,
     check_claim_at,
@@ -114,6 +115,25 @@ def _check_point(
         paper_effect_scale=claim.paper_effect_scale,
         **options,
     )
+    _apply_controls(check, claim, ours, baselines, cells, point, options)
+    _apply_floors(check, experiment, claim, {claim.ours: ours, **baselines}, cells, point, cluster)
+    if claim.contrast is not None:
+        check.contrast = _contrast_check(claim, options, cells, point)
+        _apply_contrast(check, check.contrast)
+    return check.to_dict()
+
+
+def _apply_controls(
+    check: ClaimCheck,
+    claim: Claim,
+    ours: dict[Any, float],
+    baselines: dict[str, dict[Any, float]],
+    cells: list[dict],
+    point: dict | None,
+    options: dict,
+) -> None:
+    """Judge each control as if it were ours; ours equal to a control is ``indistinguishable``, a true
+    check that a control passes too is ``vacuous``."""
     controls = {control: values_by_key(cells, control, claim.metric, point) for control in claim.controls}
     for control, values in controls.items():
         rivals = {name: rival for name, rival in baselines.items() if name != control}
@@ -126,23 +146,33 @@ def _check_point(
     elif check.reproduced == "true" and passing:
         check.reproduced = "vacuous"
         check.reason = f"control {', '.join(passing)} passes too"
+
+
+def _apply_floors(
+    check: ClaimCheck,
+    experiment: Experiment,
+    claim: Claim,
+    compared: dict[str, dict[Any, float]],
+    cells: list[dict],
+    point: dict | None,
+    cluster: Cluster | None,
+) -> None:
+    """Ours or a baseline no better than the metric's floor makes the check ``inconclusive``."""
     floor = floor_values(experiment, claim.metric, cells, point)
-    if floor is not None:
-        for name, values in {claim.ours: ours, **baselines}.items():
-            if name != experiment.floor_of(claim.metric) and (
-                why := below_floor(values, floor, goal=goal, cluster=cluster)
-            ):
+    if floor is None:
+        return
+    goal = experiment.metric(claim.metric).goal
+    for name, values in compared.items():
+        if name != experiment.floor_of(claim.metric):
+            why = below_floor(values, floor, goal=goal, cluster=cluster)
+            if why:
                 check.below_floor[name] = why
     if check.below_floor:
         check.reproduced = "inconclusive"
         check.reason = f"{', '.join(check.below_floor)} below floor"
-    if claim.contrast is not None:
-        check.contrast = _contrast_check(claim, options, cells, point)
-        _apply_contrast(check, check.contrast)
-    return check.to_dict()
 
 
-def _apply_contrast(check: Any, contrast: dict) -> None:
+def _apply_contrast(check: ClaimCheck, contrast: dict) -> None:
     """An unresolved contrast overrides the verdict: the design cannot see the difference it must see."""
     if contrast["reproduced"] == "true":
         return
