@@ -164,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from neurips26.bench.runner import default_run_dir, run_experiment
     from neurips26.core.device import set_default_device
     from neurips26.report import build_report
-    from neurips26.report.tables import SUMMARY_HEADER, VERDICT_LEGEND, VERDICT_MARK, summary_rows
+    from neurips26.report.tables import SUMMARY_HEADER, VERDICT_MARK, summary_rows, verdict_legend
 
     specs = _selected_specs(args.methods)
     overrides = _parse_overrides(args.set)
@@ -248,7 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = build_report(out)
         print()
         _print_table(SUMMARY_HEADER, summary_rows(results, claim_width=TABLE_CLAIM_WIDTH))
-        print(f"\n{VERDICT_LEGEND}")
+        print("\n" + verdict_legend(c["reproduced"] for r in results for c in r["claims"]))
         print(f"\nresults: {out}   report: {report}")
     if errored:
         return EXIT_METHOD_ERROR

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,16 +23,30 @@ MarginScale = Literal["relative", "absolute"]
 
 @dataclass(frozen=True)
 class Metric:
-    """One reported number. ``goal`` says whether lower or higher is better."""
+    """One reported number. ``goal`` says whether lower or higher is better.
+
+    ``floor`` is the metric's trivial floor (chance accuracy, a constant predictor's error), with
+    ``floor_source`` saying why: a compared system that does not clear it is ``broken``, and a claim
+    comparing it is ``inconclusive: <system> below floor``. A floor measured by a system (the
+    un-adapted model) is declared with ``Experiment.floors`` instead.
+    """
 
     name: str
     goal: Goal
     unit: str = ""
     description: str = ""
+    floor: float | None = None
+    floor_source: str = ""
 
     def __post_init__(self) -> None:
         if self.goal not in ("min", "max"):
             raise ValueError(f"Metric {self.name!r}: goal must be 'min' or 'max', got {self.goal!r}")
+        if self.floor is not None and not math.isfinite(self.floor):
+            raise ValueError(f"Metric {self.name!r}: floor must be finite, got {self.floor}")
+        if self.floor is not None and not self.floor_source.strip():
+            raise ValueError(
+                f"Metric {self.name!r}: a floor needs its floor_source (e.g. 'chance: 3 classes')"
+            )
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,13 @@ class Claim:
     ``{"keep_ratio": (0.125, 0.0625)}`` for a claim made only at aggressive compression.
     ``profiles`` restricts the claim to the named profiles (all when empty), for a claim whose metric only
     a dedicated profile measures (e.g. retrieval probes too costly for ``default``).
+    ``contrast=(good, bad)`` is the claim's positive contrast: two systems the design must tell apart on
+    ``metric`` if it can judge the claim at all (full cache vs random eviction, FP vs 2-bit RTN). It is
+    judged first, at each point; unless ``good`` is shown better than ``bad`` the claim's verdict there is
+    ``uninformative: design cannot resolve <good> vs <bad>``.
+    ``paper_effect`` is the improvement the paper reports (positive = ours better; in the metric's unit, or
+    a share of the baseline's mean with ``paper_effect_scale="relative"``) and ``paper_effect_source``
+    where it says so; a verdict then says whether the interval is ``smaller than the paper's effect``.
     """
 
     text: str
@@ -64,6 +86,14 @@ class Claim:
     per_point: bool = True
     where: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     profiles: tuple[str, ...] = ()
+    contrast: tuple[str, str] | None = None
+    paper_effect: float | None = None
+    paper_effect_source: str = ""
+    paper_effect_scale: MarginScale = "absolute"
+
+    def systems(self) -> tuple[str, ...]:
+        """Every system the claim names: ours, the baselines, the controls and the contrast."""
+        return (self.ours, *self.versus, *self.controls, *(self.contrast or ()))
 
     def judged_in(self, profile: str) -> bool:
         """Whether the claim is judged in the profile named ``profile``."""
@@ -99,6 +129,25 @@ class Claim:
         for name in ("versus", "controls", "profiles"):
             if isinstance(getattr(self, name), str):
                 raise TypeError(f"Claim.{name} must be a tuple of system names, got a string")
+        self._check_contrast_and_paper_effect()
+
+    def _check_contrast_and_paper_effect(self) -> None:
+        if self.contrast is not None:
+            if isinstance(self.contrast, str) or len(self.contrast) != 2:
+                raise TypeError(
+                    f"Claim.contrast must be a (good, bad) pair of system names, got {self.contrast!r}"
+                )
+            if self.contrast[0] == self.contrast[1]:
+                raise ValueError(f"Claim.contrast must name two different systems, got {self.contrast!r}")
+        if self.paper_effect is not None:
+            if not math.isfinite(self.paper_effect):
+                raise ValueError(f"Claim.paper_effect must be finite, got {self.paper_effect}")
+            if not self.paper_effect_source.strip():
+                raise ValueError(f"Claim {self.text!r}: paper_effect needs its paper_effect_source")
+        if self.paper_effect_scale not in ("relative", "absolute"):
+            raise ValueError(
+                f"Claim.paper_effect_scale must be 'relative' or 'absolute', got {self.paper_effect_scale!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -189,6 +238,8 @@ class Experiment:
         ``neurips26 report --readme`` writes into the README's ``analysis:NAME:PROFILE`` blocks.
     devices: the torch devices ``run`` honours (``neurips26.core.device.default_device()``); a run asked
         for another device falls back to the first one listed and the cell records where it ran.
+    floors: metric -> its trivial floor: a number (chance) or the name of a system that measures it per
+        cell (a constant predictor, the un-adapted model); see ``Metric.floor`` for what a floor does.
     """
 
     slug: str
@@ -202,6 +253,7 @@ class Experiment:
     pareto_x: str | None = None
     devices: tuple[str, ...] = ("cpu",)
     analyses: Mapping[str, AnalysisFunction] = field(default_factory=dict)
+    floors: Mapping[str, float | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.metrics]
@@ -218,9 +270,10 @@ class Experiment:
         for claim in self.claims:
             if claim.metric not in names:
                 raise ValueError(f"{self.slug}: claim metric {claim.metric!r} not in metrics {names}")
-            for system in (claim.ours, *claim.versus, *claim.controls):
+            for system in claim.systems():
                 if system not in self.systems:
                     raise ValueError(f"{self.slug}: claim names unknown system {system!r}")
+            self._reject_one_system_under_two_names(claim)
             for profile_name in claim.profiles:
                 if profile_name not in self.profiles:
                     raise ValueError(f"{self.slug}: claim names unknown profile {profile_name!r}")
@@ -229,6 +282,7 @@ class Experiment:
                 raise ValueError(
                     f"{self.slug}: analysis name {name!r} must be an identifier (it names markers)"
                 )
+        self._check_floors(names)
         for required in ("smoke", "default"):
             if required not in self.profiles:
                 raise ValueError(f"{self.slug}: profile {required!r} is required")
@@ -236,6 +290,39 @@ class Experiment:
             for system in profile.systems or ():
                 if system not in self.systems:
                     raise ValueError(f"{self.slug}: profile {profile.name!r} names unknown system {system!r}")
+
+    def _reject_one_system_under_two_names(self, claim: Claim) -> None:
+        """A control or contrast built by the very factory of a compared system is that system: it can only
+        tie it (issue #43: a control bit-identical to a baseline). Systems that differ only inside ``run``
+        are caught from the results instead (a warning on the claim)."""
+        pairs = [(control, other) for control in claim.controls for other in (claim.ours, *claim.versus)]
+        if claim.contrast is not None:
+            pairs.append(claim.contrast)
+        for first, second in pairs:
+            if first != second and self.systems[first] is self.systems[second]:
+                raise ValueError(
+                    f"{self.slug}: claim {claim.text!r} compares {first!r} with {second!r}, but both are "
+                    "built by the same factory: they are one system under two names"
+                )
+
+    def _check_floors(self, names: list[str]) -> None:
+        for metric, floor in self.floors.items():
+            if metric not in names:
+                raise ValueError(f"{self.slug}: floors names unknown metric {metric!r}; metrics: {names}")
+            if self.metric(metric).floor is not None:
+                raise ValueError(f"{self.slug}: metric {metric!r} has a floor in Metric and in floors")
+            if isinstance(floor, str):
+                if floor not in self.systems:
+                    raise ValueError(f"{self.slug}: floors[{metric!r}] names unknown system {floor!r}")
+            elif isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
+                raise TypeError(
+                    f"{self.slug}: floors[{metric!r}] must be a finite number or a system name, got {floor!r}"
+                )
+
+    def floor_of(self, metric: str) -> float | str | None:
+        """The floor of ``metric``: a number, the name of the system that measures it, or None."""
+        declared = self.metric(metric).floor
+        return declared if declared is not None else self.floors.get(metric)
 
     def metric(self, name: str) -> Metric:
         for metric in self.metrics:

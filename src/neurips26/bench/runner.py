@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from neurips26.bench.claims import evaluate_claim, system_floor_flags
 from neurips26.bench.experiment import Experiment, NotApplicable, Profile
 from neurips26.bench.progress import Heartbeat, TqdmProgress
 from neurips26.bench.results import (
@@ -28,7 +29,7 @@ from neurips26.bench.results import (
     point_key,
     read_cell,
 )
-from neurips26.bench.stats import check_claim_at, combine_verdicts, summarize
+from neurips26.bench.stats import summarize
 from neurips26.core.config import config_hash, config_to_dict
 from neurips26.core.files import atomic_write_json
 from neurips26.core.measure import measured
@@ -400,6 +401,7 @@ def aggregate(
                     "status": {state: sum(c["status"] == state for c in mine) for state in CELL_STATES},
                     "values": values,
                     "summary": {metric: summarize(vals) for metric, vals in values.items()},
+                    "below_floor": system_floor_flags(experiment, name, cells, point),
                 }
             )
         systems[name] = {"points": points}
@@ -476,7 +478,8 @@ def rejudge(experiment: Experiment, result: dict) -> dict:
             f"cells were run under another config ({', '.join(stale[:3])}, ...): rerun the profile"
         )
     present = {c["system"] for c in cells}
-    named = {name for claim in experiment.claims for name in (claim.ours, *claim.versus, *claim.controls)}
+    named = {name for claim in experiment.claims for name in claim.systems()}
+    named |= {floor for floor in experiment.floors.values() if isinstance(floor, str)}
     absent = sorted(named & set(experiment.system_names(profile)) - present)
     if absent:
         raise ValueError(f"no stored cells for {absent}: rerun the profile to measure them")
@@ -489,94 +492,6 @@ def rejudge(experiment: Experiment, result: dict) -> dict:
     }
     fresh["meta_info"] = result.get("meta_info", {})
     return fresh
-
-
-def _values_by_key(cells: list[dict], system: str, metric: str, point: dict | None) -> dict[Any, float]:
-    """Metric values of one system keyed for pairing: by seed at a point, by (point, seed) when pooled.
-
-    A cell that errored or produced a NaN appears as a NaN, so it is counted as a missing pair."""
-    out: dict[Any, float] = {}
-    for c in cells:
-        if c["system"] != system or c["status"] == "n/a" or (point is not None and c["point"] != point):
-            continue
-        value = c["metrics"].get(metric) if c["status"] == "ok" else None
-        key = (point_key(c["point"]), c["seed"]) if point is None else c["seed"]
-        out[key] = math.nan if value is None else value
-    return out
-
-
-def _not_applicable(cells: list[dict], system: str, point: dict | None) -> bool:
-    """Whether every cell of ``system`` (at ``point``) said the system does not apply there."""
-    mine = [c for c in cells if c["system"] == system and (point is None or c["point"] == point)]
-    return bool(mine) and all(c["status"] == "n/a" for c in mine)
-
-
-def _check_point(claim: Any, goal: str, cells: list[dict], point: dict | None, versus: list[str]) -> dict:
-    """One claim at one point: ours vs the best applicable baseline, then every control the same way."""
-    applicable = [name for name in versus if not _not_applicable(cells, name, point)]
-    baselines = {name: _values_by_key(cells, name, claim.metric, point) for name in applicable}
-    options = {
-        "goal": goal,
-        "kind": claim.kind,
-        "margin": claim.margin,
-        "margin_scale": claim.margin_scale,
-        "point": point or {},
-    }
-    ours = _values_by_key(cells, claim.ours, claim.metric, point)
-    check = check_claim_at(ours, baselines, ours_name=claim.ours, **options)
-    for control in claim.controls:
-        rivals = {name: values for name, values in baselines.items() if name != control}
-        control_check = check_claim_at(
-            _values_by_key(cells, control, claim.metric, point), rivals, ours_name=control, **options
-        )
-        check.controls[control] = control_check.reproduced
-    passing = [name for name, verdict in check.controls.items() if verdict == "true"]
-    if check.reproduced == "true" and passing:
-        check.reproduced = "vacuous"
-        check.reason = f"control {', '.join(passing)} passes too"
-    return check.to_dict()
-
-
-def evaluate_claim(experiment: Experiment, profile: Profile, claim: Any, cells: list[dict]) -> dict:
-    """The claim's verdict per grid point (or pooled): ours vs the best baseline, with its controls."""
-    goal = experiment.metric(claim.metric).goal
-    present = set(experiment.system_names(profile))
-    versus = [name for name in claim.versus if name in present]
-    absent = [name for name in (claim.ours, *claim.versus, *claim.controls) if name not in present]
-    covered = [p for p in profile.points() if claim.covers(p)]
-    points: list[dict | None] = list(covered) if claim.per_point else ([None] if covered else [])
-    cells = [c for c in cells if claim.covers(c["point"])]
-    checks = [_check_point(claim, goal, cells, point, versus) for point in points]
-    reproduced = combine_verdicts([c["reproduced"] for c in checks])
-    reason = None
-    if absent:  # a profile that leaves out a named system cannot judge the claim
-        reproduced, reason = "inconclusive", "missing " + ", ".join(absent) + " (not in this profile)"
-    elif not checks:
-        reproduced, reason = "inconclusive", "no grid point covered"
-    return {
-        "text": claim.text,
-        "metric": claim.metric,
-        "goal": goal,
-        "kind": claim.kind,
-        "margin": claim.margin,
-        "margin_source": claim.margin_source,
-        "margin_scale": claim.margin_scale,
-        "ours": claim.ours,
-        "versus": versus,
-        "controls": list(claim.controls),
-        "where": {key: list(values) for key, values in claim.where.items()},
-        "checks": checks,
-        "reproduced": reproduced,
-        "reason": reason or _first_reason(checks, reproduced),
-    }
-
-
-def _first_reason(checks: list[dict], verdict: str) -> str | None:
-    """The reason of the first check that shares the combined verdict (for one-line summaries)."""
-    for check in checks:
-        if check["reproduced"] == verdict and check.get("reason"):
-            return check["reason"]
-    return None
 
 
 def default_run_dir(profile: str = "default") -> Path:

@@ -202,6 +202,7 @@ CLAIMS = (
         VERSUS,
         controls=NAIVE,
         where=AGGRESSIVE,
+        contrast=("full-cache", "random"),  # issue #48: the probe must tell the full cache from eviction
     ),
     Claim(
         "At aggressive keep ratios SpectralKV gives lower perplexity on the next 100 tokens than the "
