@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from neurips26 import __version__
+from neurips26.core.noise import silence_third_party_noise
 from neurips26.papers import abstract
 from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec
 
@@ -152,6 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from neurips26.report import build_report
     from neurips26.report.tables import SUMMARY_HEADER, VERDICT_LEGEND, VERDICT_MARK, summary_rows
 
+    silence_third_party_noise(progress_bars=False)  # before the experiments (and their workers) import them
     specs = _selected_specs(args.methods)
     overrides = _parse_overrides(args.set)
     if overrides and len(specs) != 1:
