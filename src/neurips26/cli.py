@@ -1,7 +1,7 @@
 """``neurips26``: list, info, run, report, doctor, data, plus the tools some methods ship (zoo, solar, ...).
 
-Exit codes: 0 all ran; 1 some method errored (the others still ran and were saved); 2 usage error;
-3 a claim failed under ``--strict``.
+Exit codes: 0 all ran; 1 some method errored (the others still ran and were saved), or a ``data fetch``
+failed; 2 usage error; 3 a claim failed under ``--strict``.
 """
 
 from __future__ import annotations

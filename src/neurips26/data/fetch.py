@@ -35,6 +35,7 @@ __all__ = [
     "fetch_command",
     "fetched_dir",
     "get_fetchable",
+    "mismatched_files",
     "pip_download",
 ]
 
