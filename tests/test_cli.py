@@ -104,7 +104,25 @@ def test_info_shows_systems_devices_and_the_abstract(capsys) -> None:
     assert main(["info", "samhybrid"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "devices: cpu" in out and "systems (built from the default config)" in out
-    assert "abstract:" in out
+    assert "abstract:\nHybrid modeling, the combination of machine learning models" in out
+
+
+def test_info_reads_the_abstract_from_the_package_in_any_folder(tmp_path) -> None:
+    """The abstract ships inside the package: an empty working folder (no shared/ beside it) still has it."""
+    import os
+
+    import neurips26
+
+    source = os.path.dirname(os.path.dirname(neurips26.__file__))
+    out = subprocess.run(
+        [sys.executable, "-m", "neurips26", "info", "star"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": source},
+        check=True,
+    )
+    assert "abstract:\nExisting Time Series Foundation Models (TSFMs)" in out.stdout
 
 
 def test_publish_then_readme_refresh_round_trip(tmp_path, monkeypatch, capsys) -> None:

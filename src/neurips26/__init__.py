@@ -1,14 +1,20 @@
 """neurips26: 19 NeurIPS 2026 papers as reusable software, each with its baselines and experiment.
 
-This module stays lean (no torch import) so ``neurips26 list`` is instant.
+This module stays lean (no torch import) so ``neurips26 list`` is instant. Importing it installs the
+filters of known third-party noise (``neurips26.core.noise``) before any method imports torchao or
+transformers, in every process that runs our code (the CLI, spawned workers, tests, a user's script).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from neurips26.core.noise import silence_third_party_noise
+
 __version__ = "0.1.0"
 __all__ = ["__version__", "get_method", "list_methods"]
+
+silence_third_party_noise()
 
 
 def list_methods() -> list[dict[str, str]]:

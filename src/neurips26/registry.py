@@ -1,6 +1,7 @@
 """The catalogue of the 19 methods: import strings only, so ``neurips26 list`` never imports torch.
 
-Adding a method is a folder under ``methods/`` and setting ``experiment=`` on its line here.
+Adding a method is a folder under ``methods/`` and setting ``experiment=`` and ``default_budget_s=`` on
+its line here.
 A spec without ``experiment`` is *planned*: listed honestly, never faked.
 """
 
@@ -93,6 +94,17 @@ class MethodSpec:
     claim: str
     extras: tuple[str, ...] = ()
     experiment: str | None = None  # "module:ATTRIBUTE"; None while the method is planned
+    # The experiment's ``default`` profile ``budget_s`` (seconds, one worker), copied here so that
+    # `neurips26 list` adds up run times without importing 19 experiments (40 s and torch);
+    # tests/test_package.py checks each copy against its experiment.
+    default_budget_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.experiment is not None and not (self.default_budget_s or 0) > 0:
+            raise ValueError(
+                f"method {self.slug!r}: default_budget_s must be > 0 (its default profile's budget_s), "
+                f"got {self.default_budget_s!r}"
+            )
 
     def missing_extras(self) -> list[str]:
         return [extra for extra in self.extras if missing_distributions(extra)]
@@ -132,6 +144,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Routing structure- vs style-dominant regions improves the content/style trade-off.",
         extras=("diffusion",),
         experiment="neurips26.methods.styleroute.experiment:EXPERIMENT",
+        default_budget_s=90,
     ),
     _M(
         "dacs",
@@ -142,6 +155,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "(in propagation) beats single-stage graph domain adaptation under coupled shift.",
         extras=("graph",),
         experiment="neurips26.methods.dacs.experiment:EXPERIMENT",
+        default_budget_s=291,
     ),
     _M(
         "sast",
@@ -151,6 +165,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Reliability-aware pseudo-labels make CLIP self-training robust.",
         extras=("clip",),
         experiment="neurips26.methods.sast.experiment:EXPERIMENT",
+        default_budget_s=200,
     ),
     _M(
         "spectralkv",
@@ -160,6 +175,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines at equal budget.",
         extras=("llm",),
         experiment="neurips26.methods.spectralkv.experiment:EXPERIMENT",
+        default_budget_s=300,
     ),
     _M(
         "sprepe",
@@ -169,6 +185,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Householder-reflection position encoding beats other PEs for attention on the sphere.",
         extras=("vision",),
         experiment="neurips26.methods.sprepe.experiment:EXPERIMENT",
+        default_budget_s=335,
     ),
     _M(
         "sad",
@@ -177,6 +194,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "synthesizer",
         "Learning subtask decomposition scales programming-by-example.",
         experiment="neurips26.methods.sad.experiment:EXPERIMENT",
+        default_budget_s=270,
     ),
     _M(
         "snapmla",
@@ -186,6 +204,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Per-token FP8 latent cache with BF16 RoPE keeps MLA accuracy at FP8 cost.",
         extras=("llm",),
         experiment="neurips26.methods.snapmla.experiment:EXPERIMENT",
+        default_budget_s=270,
     ),
     _M(
         "semfas",
@@ -196,6 +215,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "exact per-modality attributions with three sampling-free uncertainties.",
         extras=("fas",),
         experiment="neurips26.methods.semfas.experiment:EXPERIMENT",
+        default_budget_s=180,
     ),
     _M(
         "samhybrid",
@@ -206,6 +226,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "for additive and non-additive hybrids.",
         extras=("sciml",),
         experiment="neurips26.methods.samhybrid.experiment:EXPERIMENT",
+        default_budget_s=253,
     ),
     _M(
         "semanticdialect",
@@ -215,6 +236,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Semantic-aware block formats preserve DiT video quality at low bit width.",
         extras=("video",),
         experiment="neurips26.methods.semanticdialect.experiment:EXPERIMENT",
+        default_budget_s=300,
     ),
     _M(
         "poes",
@@ -224,6 +246,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Selecting informative evaluation examples makes prompt optimization cheaper and better.",
         extras=("prompt",),
         experiment="neurips26.methods.poes.experiment:EXPERIMENT",
+        default_budget_s=260,
     ),
     _M(
         "screensearch",
@@ -234,6 +257,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "the ambiguity signal flags aliased states; ambiguity reduction alone finds fewer states.",
         extras=("agent",),
         experiment="neurips26.methods.screensearch.experiment:EXPERIMENT",
+        default_budget_s=92,
     ),
     _M(
         "scalebits",
@@ -244,6 +268,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "mixed precision at equal average bits.",
         extras=("llm", "quant"),
         experiment="neurips26.methods.scalebits.experiment:EXPERIMENT",
+        default_budget_s=340,
     ),
     _M(
         "stparopt",
@@ -254,6 +279,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "static-only parallelism detection and yields more correct CUDA.",
         extras=("code",),
         experiment="neurips26.methods.stparopt.experiment:EXPERIMENT",
+        default_budget_s=180,
     ),
     _M(
         "star",
@@ -263,6 +289,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Conditioning on discrete state variables improves TSFM anomaly detection.",
         extras=("ts",),
         experiment="neurips26.methods.star.experiment:EXPERIMENT",
+        default_budget_s=330,
     ),
     _M(
         "srlmpc",
@@ -272,6 +299,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Shape-aware MPC navigates crowds more safely and efficiently.",
         extras=("control",),
         experiment="neurips26.methods.srlmpc.experiment:EXPERIMENT",
+        default_budget_s=90,
     ),
     _M(
         "spcacw",
@@ -281,6 +309,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Convergence-aware client weighting benefits every participant.",
         extras=("fl",),
         experiment="neurips26.methods.spcacw.experiment:EXPERIMENT",
+        default_budget_s=45,
     ),
     _M(
         "solar",
@@ -290,6 +319,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Derived SOL bounds cover the programs exactly and are never violated by measurements.",
         extras=("sol",),
         experiment="neurips26.methods.solar.experiment:EXPERIMENT",
+        default_budget_s=225,
     ),
     _M(
         "solexecbench",
@@ -299,6 +329,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Scoring kernels against SOL exposes headroom that speedup scores hide.",
         extras=("sol",),
         experiment="neurips26.methods.solexecbench.experiment:EXPERIMENT",
+        default_budget_s=300,
     ),
 )
 del _M

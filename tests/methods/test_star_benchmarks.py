@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from neurips26.bench.experiment import NotApplicable, SilentProgress
-from neurips26.data.aeon_bundled import AeonDataUnavailable, aeon_data_dir, read_timeeval_csv, read_ts
+from neurips26.data.aeon_bundled import aeon_data_dir, read_timeeval_csv, read_ts
+from neurips26.data.fetch import DataNotFetched
 from neurips26.data.plant_sim import PlantSimConfig, simulate_plant
 from neurips26.data.state_benchmarks import NO_STATES, SEMI_REAL, inject_numeric, make_benchmark
 from neurips26.methods.star import STARConfig, STARDetector
@@ -27,9 +28,9 @@ torch.set_num_threads(1)
 
 def _aeon_data_or_skip() -> None:
     try:
-        aeon_data_dir(fetch=False)  # tests never touch the network
-    except AeonDataUnavailable:
-        pytest.skip("aeon's bundled data is not cached (neurips26 run star fetches it)")
+        aeon_data_dir()  # never downloads: tests stay offline
+    except DataNotFetched:
+        pytest.skip("aeon's bundled data is not cached: run `neurips26 data fetch aeon`")
 
 
 # ----------------------------------------------------------------------------------- readers

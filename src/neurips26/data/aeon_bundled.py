@@ -1,11 +1,12 @@
 """Series that ship inside aeon's wheel, read without importing aeon.
 
 aeon 1.6 pins ``numba < 0.64``, which would downgrade numba and numpy for every other method in this
-project, so aeon is not a dependency. Its bundled data files are plain text, though: this module fetches
-the wheel once with ``pip download --no-deps aeon==1.6.0`` into the data cache (``NEURIPS26_CACHE``, else
-``~/.cache/neurips26``), extracts the few files it needs, checks each file's SHA-256 and parses them with
-small readers of its own (``.ts`` for the classification sets, TimeEval ``.csv`` for the anomaly sets).
-Nothing is committed and aeon's code is never imported.
+project, so aeon is not a dependency. Its bundled data files are plain text, though:
+``neurips26 data fetch aeon`` downloads the wheel once (``pip download --no-deps aeon==1.6.0``), extracts the
+few files read here into the data cache (``NEURIPS26_CACHE``, else ``~/.cache/neurips26``) and checks each
+file's SHA-256 (``neurips26.data.fetch``). The readers below never download: without the files they raise
+``DataNotFetched`` naming that command. Small readers of our own parse them (``.ts`` for the classification
+sets, TimeEval ``.csv`` for the anomaly sets). Nothing is committed and aeon's code is never imported.
 
 Sets read here: ``BasicMotions`` (80 instances of 6 IMU channels x 100 steps, 4 activities),
 ``JapaneseVowels`` (640 utterances of 12 LPC channels x 7-29 steps, 9 speakers), ``KDD-TSAD_135``
@@ -16,20 +17,14 @@ labelled freeze-of-gait episode, as aeon 1.6's deprecation note says).
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
-import tempfile
-import zipfile
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from neurips26.data.fetch import AEON, fetched_dir
+
 __all__ = [
-    "AEON_VERSION",
-    "AeonDataUnavailable",
     "aeon_data_dir",
     "load_basic_motions",
     "load_daphnet_s06r02e0",
@@ -39,77 +34,11 @@ __all__ = [
     "read_ts",
 ]
 
-AEON_VERSION = "1.6.0"
-_DATA = "aeon/datasets/data/"
-# SHA-256 of each file as shipped in aeon-1.6.0-py3-none-any.whl
-FILES = {
-    "BasicMotions/BasicMotions_TRAIN.ts": "8dc43cc6306cb679c888c01e26f91772ac4441a916da43bac8b79734a538b9d6",
-    "BasicMotions/BasicMotions_TEST.ts": "79213102bc6fca1a398ad98ce1185dff0208fa3d1465e687f48288946b0ff8dc",
-    "JapaneseVowels/JapaneseVowels_TRAIN.ts": (
-        "68a430eabd919cc77f40b1f5f3bc0dcafacc1486bca9260785aeb7d262cc78cd"
-    ),
-    "JapaneseVowels/JapaneseVowels_TEST.ts": (
-        "b3d41d6a0ca3bcad3afb9ca7d4365382aa51341e2e58bae2a574babdda5b9462"
-    ),
-    "Daphnet_S06R02E0/S06R02E0.csv": "5a1d2990fec3846c3e1bc43487f0860e63434bd06b3df763012e97ce23d0d84c",
-    "KDD-TSAD_135/135_UCR_Anomaly_InternalBleeding16_TRAIN.csv": (
-        "a531b6f4f556b17c0321d144c3f6b4a7bdf5e8464b2218566181702e77962c2b"
-    ),
-    "KDD-TSAD_135/135_UCR_Anomaly_InternalBleeding16_TEST.csv": (
-        "fe26577b94896943e8205d04d56bf2511fe05c008df535a1ec3826adff3597e2"
-    ),
-}
 
-
-class AeonDataUnavailable(RuntimeError):
-    """The aeon wheel could not be fetched (no package index reachable) and no cached copy exists."""
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("NEURIPS26_CACHE", str(Path.home() / ".cache" / "neurips26")))
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _complete(folder: Path) -> bool:
-    return all(
-        (folder / name).is_file() and _sha256(folder / name) == digest for name, digest in FILES.items()
-    )
-
-
-def aeon_data_dir(fetch: bool = True) -> Path:
-    """The folder holding the extracted, checksum-verified files (fetched on first use when ``fetch``).
-
-    Raises ``AeonDataUnavailable`` with the command to run by hand when the wheel cannot be fetched.
-    """
-    folder = _cache_root() / f"aeon-{AEON_VERSION}-data"
-    if _complete(folder):
-        return folder
-    if not fetch:
-        raise AeonDataUnavailable(f"aeon {AEON_VERSION}'s bundled data is not in {folder}")
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", f"aeon=={AEON_VERSION}", "-d", tmp]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        wheels = list(Path(tmp).glob("aeon-*.whl"))
-        if done.returncode != 0 or not wheels:
-            raise AeonDataUnavailable(
-                f"could not fetch aeon {AEON_VERSION}'s wheel for its bundled data "
-                f"({done.stderr.strip()[-300:]}); "
-                f"run `pip download --no-deps aeon=={AEON_VERSION} -d DIR` where an index is reachable and "
-                f"extract {_DATA}{{{','.join(sorted({n.split('/')[0] for n in FILES}))}}} into {folder}"
-            )
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            for name in FILES:
-                target = folder / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(wheel.read(_DATA + name))
-    bad = [name for name, digest in FILES.items() if _sha256(folder / name) != digest]
-    if bad:
-        raise AeonDataUnavailable(f"checksum mismatch for {bad} in {folder}: not aeon {AEON_VERSION}'s files")
-    return folder
+def aeon_data_dir() -> Path:
+    """The cache folder of aeon's verified files; raises ``DataNotFetched`` naming
+    ``neurips26 data fetch aeon`` when they are not there (a run never downloads)."""
+    return fetched_dir(AEON)
 
 
 def read_ts(path: str | Path) -> tuple[list[np.ndarray], np.ndarray, tuple[str, ...]]:

