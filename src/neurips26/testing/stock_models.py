@@ -70,7 +70,8 @@ def tiny_stock_config(family: str, attn_implementation: str = "sdpa", **override
     if family in ("qwen3", "gemma3"):
         settings["head_dim"] = 32
     if family == "gemma3":  # layers 0-1 sliding (window 8, shorter than the test prompts), layer 2 global
-        settings.update(sliding_window=8, layer_types=["sliding_attention", "sliding_attention", "full_attention"])
+        layer_types = ["sliding_attention", "sliding_attention", "full_attention"]
+        settings.update(sliding_window=8, layer_types=layer_types)
     if family == "phi3":
         settings.update(pad_token_id=0)  # Phi3Config's default pad id 32000 lies outside the tiny vocabulary
     settings.update(overrides)
@@ -94,7 +95,9 @@ def tiny_stock_model(family: str, seed: int = 0, attn_implementation: str = "sdp
     return model.eval()
 
 
-def left_padded_batch(lengths: list[int], seed: int = 0, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def left_padded_batch(
+    lengths: list[int], seed: int = 0, pad_id: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, attention_mask)`` of random prompts of ``lengths``, left-padded to the longest with
     ``pad_id`` (as a tokenizer with ``padding_side="left"`` gives for batched generation)."""
     generator = torch.Generator().manual_seed(seed)
