@@ -69,9 +69,9 @@ def tiny_stock_config(family: str, attn_implementation: str = "sdpa", **override
             settings.update(n_group=1, topk_group=1)
     if family in ("qwen3", "gemma3"):
         settings["head_dim"] = 32
-    if family == "gemma3":  # layers 0-1 sliding (window 8, shorter than the test prompts), layer 2 global
+    if family == "gemma3":  # layers 0-1 sliding (window 16, shorter than long test prompts), layer 2 global
         layer_types = ["sliding_attention", "sliding_attention", "full_attention"]
-        settings.update(sliding_window=8, layer_types=layer_types)
+        settings.update(sliding_window=16, layer_types=layer_types)
     if family == "phi3":
         settings.update(pad_token_id=0)  # Phi3Config's default pad id 32000 lies outside the tiny vocabulary
     settings.update(overrides)

@@ -79,8 +79,8 @@ def empty_packed_layer(spec: dict[str, Any]) -> ScaleBitsLinear:
     layer.gathers = (bool(spec["gathers"][0]), bool(spec["gathers"][1]))
     tile_rows, tile_cols = tile
 
-    def register(name: str, numel: int, dtype: torch.dtype = torch.uint8) -> None:
-        layer.register_buffer(name, torch.zeros(numel, dtype=dtype))
+    def register(name: str, numel: int) -> None:
+        layer.register_stream(name, torch.zeros(numel, dtype=torch.uint8))
 
     register("tile_ids", _stream_bytes(sum(counts.values()), index_bits(len(bit_set))))
     for bits in bit_set:
