@@ -8,6 +8,8 @@ the unpadded row's; no output is ever NaN; families a method does not support ge
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -222,6 +224,32 @@ def test_phi3_fused_qkv_topk_equals_kvpress_snapkv(models):
         caches.append(cache)
     for ours, theirs in zip(caches[0].layers, caches[1].layers, strict=True):
         assert torch.equal(ours.keys.sort(dim=2).values, theirs.keys.sort(dim=2).values)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_entropy_budgets_take_a_multi_token_forward_like_token_by_token_decoding(family, attention):
+    """Layers of different lengths: the kvpress pipeline's question forward (one mask built from layer 0's
+    length) gives the logits of feeding the same tokens one at a time over the same compressed cache."""
+    model = tiny_stock_model(family, attn_implementation=attention)
+    ids, _ = left_padded_batch([PRESS_LENGTHS[0]])
+    question = torch.randint(1, VOCAB, (1, 4), generator=torch.Generator().manual_seed(3))
+    press = _press("entropy")
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        with press(model):
+            model(ids, past_key_values=cache)
+        assert len({layer.keys.shape[2] for layer in cache.layers}) > 1  # the case that used to fail
+        stepwise_cache = copy.deepcopy(cache)
+        positions = torch.arange(PRESS_LENGTHS[0], PRESS_LENGTHS[0] + 4)[None]
+        together = model(question, past_key_values=cache, position_ids=positions).logits
+        steps = [
+            model(
+                question[:, t : t + 1], past_key_values=stepwise_cache, position_ids=positions[:, t : t + 1]
+            ).logits
+            for t in range(4)
+        ]
+    torch.testing.assert_close(together, torch.cat(steps, dim=1), atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("family", MLA_FAMILIES)

@@ -57,6 +57,7 @@ __all__ = [
     "calibrate_budget_profile",
     "check_supported_model",
     "check_unpadded",
+    "fit_masks_to_layer_lengths",
 ]
 
 
@@ -135,9 +136,11 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
     def post_init_from_model(self, model: Any) -> None:
         check_supported_model(model)
         self._num_layers = model.config.num_hidden_layers
-        self._compressible = [
-            idx for idx, layer in enumerate(decoder_layers(model)) if not _is_sliding(layer.self_attn)
-        ]
+        layers = decoder_layers(model)
+        self._compressible = [idx for idx, layer in enumerate(layers) if not _is_sliding(layer.self_attn)]
+        if self.budget_mode != "uniform":  # layers keep different lengths: every later mask must fit each
+            for layer in layers:
+                fit_masks_to_layer_lengths(layer.self_attn)
         if self.profile is not None and self.profile.num_layers != self._num_layers:
             raise ValueError(
                 f"profile has {self.profile.num_layers} layer weights, "
@@ -398,6 +401,41 @@ def check_unpadded(attention_mask: torch.Tensor | None, n_keys: int) -> None:
             f"{hidden[rows].tolist()} padding positions. Compress equal-length prompts (one prompt per "
             "batch, or bucket by length), or use compression_ratio=0"
         )
+
+
+def fit_masks_to_layer_lengths(attention: nn.Module) -> None:
+    """Make ``attention`` accept the model's mask when its cached length differs from the first layer's.
+
+    transformers 5.2 builds one mask per forward from the first layer's cache length, so after a prefill
+    whose layers kept different numbers of tokens (``entropy``/``static`` budgets) a multi-token forward
+    (the kvpress pipeline's question) or eager attention fails with a shape error in the other layers.
+    The persistent pre-hook installed here (once per module; a no-op whenever the widths agree) crops or
+    left-extends the 4D mask to this layer's length. That is exact for the unpadded batches the press
+    compresses: every cached column is visible to every new query, the causal part is the trailing one.
+    """
+    if getattr(attention, "_spectralkv_fits_masks", False):
+        return
+    attention.register_forward_pre_hook(_fit_mask_to_layer, with_kwargs=True)
+    attention._spectralkv_fits_masks = True
+
+
+def _fit_mask_to_layer(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    mask, cache = kwargs.get("attention_mask"), kwargs.get("past_key_values")
+    cache_position = kwargs.get("cache_position")
+    if not isinstance(mask, torch.Tensor) or mask.ndim != 4 or cache is None or cache_position is None:
+        return None
+    layer_idx = getattr(module, "layer_idx", None)
+    if layer_idx is None or layer_idx >= len(getattr(cache, "layers", ())):
+        return None
+    width = cache.layers[layer_idx].get_mask_sizes(cache_position)[0]  # what this layer will attend over
+    if mask.shape[-1] == width:
+        return None
+    if mask.shape[-1] > width:
+        mask = mask[..., mask.shape[-1] - width :]
+    else:
+        visible = True if mask.dtype == torch.bool else 0.0
+        mask = torch.cat([mask.new_full((*mask.shape[:-1], width - mask.shape[-1]), visible), mask], dim=-1)
+    return args, {**kwargs, "attention_mask": mask}
 
 
 def _is_sliding(attention: Any) -> bool:
