@@ -138,9 +138,8 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
         self._num_layers = model.config.num_hidden_layers
         layers = decoder_layers(model)
         self._compressible = [idx for idx, layer in enumerate(layers) if not _is_sliding(layer.self_attn)]
-        if self.budget_mode != "uniform":  # layers keep different lengths: every later mask must fit each
-            for layer in layers:
-                fit_masks_to_layer_lengths(layer.self_attn)
+        for layer in layers:  # compressed layers need masks of their own length (see the function)
+            fit_masks_to_layer_lengths(layer.self_attn)
         if self.profile is not None and self.profile.num_layers != self._num_layers:
             raise ValueError(
                 f"profile has {self.profile.num_layers} layer weights, "
@@ -404,14 +403,16 @@ def check_unpadded(attention_mask: torch.Tensor | None, n_keys: int) -> None:
 
 
 def fit_masks_to_layer_lengths(attention: nn.Module) -> None:
-    """Make ``attention`` accept the model's mask when its cached length differs from the first layer's.
+    """Give ``attention`` a correct mask over a cache layer the press compressed.
 
-    transformers 5.2 builds one mask per forward from the first layer's cache length, so after a prefill
-    whose layers kept different numbers of tokens (``entropy``/``static`` budgets) a multi-token forward
-    (the kvpress pipeline's question) or eager attention fails with a shape error in the other layers.
-    The persistent pre-hook installed here (once per module; a no-op whenever the widths agree) crops or
-    left-extends the 4D mask to this layer's length. That is exact for the unpadded batches the press
-    compresses: every cached column is visible to every new query, the causal part is the trailing one.
+    transformers 5.2 builds one mask per forward from one layer's cache length and positions, so after a
+    prefill whose layers kept different numbers of tokens (``entropy``/``static`` budgets, or Gemma 3's
+    compressed global layer next to its full local ones) a multi-token forward (the kvpress pipeline's
+    question) or eager attention fails with a shape error, or hides the wrong columns. The persistent
+    pre-hook installed here (once per module) replaces the 4D mask of a compressed layer by the exact one
+    for the unpadded batches the press compresses: every cached token visible to every new query, causal
+    among the new queries. Layers the press did not compress, and masks transformers skips (None), are
+    left alone.
     """
     if getattr(attention, "_spectralkv_fits_masks", False):
         return
@@ -427,15 +428,22 @@ def _fit_mask_to_layer(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tu
     layer_idx = getattr(module, "layer_idx", None)
     if layer_idx is None or layer_idx >= len(getattr(cache, "layers", ())):
         return None
-    width = cache.layers[layer_idx].get_mask_sizes(cache_position)[0]  # what this layer will attend over
-    if mask.shape[-1] == width:
+    layer = cache.layers[layer_idx]
+    if not getattr(layer, _COMPRESSED, False):
         return None
-    if mask.shape[-1] > width:
-        mask = mask[..., mask.shape[-1] - width :]
-    else:
-        visible = True if mask.dtype == torch.bool else 0.0
-        mask = torch.cat([mask.new_full((*mask.shape[:-1], width - mask.shape[-1]), visible), mask], dim=-1)
-    return args, {**kwargs, "attention_mask": mask}
+    queries = mask.shape[-2]
+    width = layer.get_mask_sizes(cache_position)[0]  # cached tokens + the new ones
+    allowed = torch.ones(queries, width, dtype=torch.bool, device=mask.device)
+    allowed[:, width - queries :] = torch.ones(queries, queries, dtype=torch.bool, device=mask.device).tril()
+    allowed = allowed.expand(mask.shape[0], mask.shape[1], queries, width)
+    if mask.dtype != torch.bool:
+        allowed = torch.zeros(allowed.shape, dtype=mask.dtype, device=mask.device).masked_fill(
+            ~allowed, torch.finfo(mask.dtype).min
+        )
+    return args, {**kwargs, "attention_mask": allowed}
+
+
+_COMPRESSED = "_spectralkv_compressed"  # cache-layer flag set by _write_layer
 
 
 def _is_sliding(attention: Any) -> bool:
@@ -486,10 +494,12 @@ def _window_attention(
 
 
 def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-    """Replace layer ``idx`` of a (possibly quantized) transformers cache, as kvpress's BasePress does."""
+    """Replace layer ``idx`` of a (possibly quantized) transformers cache, as kvpress's BasePress does,
+    and mark it compressed (its later masks are rebuilt, :func:`fit_masks_to_layer_lengths`)."""
     from transformers import QuantizedCache
 
     layer = cache.layers[idx]
+    setattr(layer, _COMPRESSED, True)
     if isinstance(cache, QuantizedCache):
         layer._quantized_keys = layer._quantize(keys, axis=layer.axis_key)
         layer._quantized_values = layer._quantize(values, axis=layer.axis_value)
