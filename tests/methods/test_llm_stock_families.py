@@ -9,6 +9,8 @@ the unpadded row's; no output is ever NaN; families a method does not support ge
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -153,6 +155,13 @@ def test_packed_weights_into_a_stock_model_are_refused():
     with pytest.raises(ValueError, match="load_quantized"):
         check_no_packed_weights(model.state_dict(), tiny_stock_model("qwen2"))
     check_no_packed_weights(tiny_stock_model("qwen2").state_dict(), tiny_stock_model("qwen2"))
+
+
+def test_scalebits_readme_save_and_reload_snippet_runs():
+    readme = (Path(__file__).parents[2] / "src/neurips26/methods/scalebits/README.md").read_text()
+    section = readme.split("### Save and reload", 1)[1]
+    snippet = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(snippet, "README.md", "exec"), {})
 
 
 def test_saving_an_unquantized_model_is_an_error(tmp_path):

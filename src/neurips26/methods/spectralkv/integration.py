@@ -47,6 +47,7 @@ from neurips26.zoo.press_eval import decoder_layers
 try:  # kvpress is the llm extra; the press is unusable without it, the core is not
     from kvpress.presses.base_press import BasePress
     from kvpress.utils import extract_keys_and_values
+    from transformers.models.phi3.modeling_phi3 import Phi3Attention
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise ImportError("SpectralKVPress needs kvpress: pip install 'neurips26[llm]'") from _err
 
@@ -367,7 +368,7 @@ def check_supported_model(model: Any) -> None:
         )
     attention = getattr(layers[0], "self_attn", None)
     per_head = hasattr(attention, "q_proj") and hasattr(attention, "k_proj")
-    fused = hasattr(attention, "qkv_proj") and hasattr(attention, "head_dim")
+    fused = isinstance(attention, Phi3Attention)  # the fused layout kvpress knows how to split
     if not (per_head or fused):
         raise ValueError(
             f"{type(model).__name__} (model_type {family!r}) has no supported attention "
