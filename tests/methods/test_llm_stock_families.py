@@ -268,3 +268,13 @@ def test_press_names_the_latent_attention_family_it_refuses(models, family):
         _press("uniform")(models[family]),
     ):
         pass
+
+
+# --- the builders -----------------------------------------------------------------------------------------
+def test_stock_builder_is_seeded_and_names_the_families_it_knows():
+    first, second = tiny_stock_model("qwen3", seed=4), tiny_stock_model("qwen3", seed=4)
+    for a, b in zip(first.state_dict().values(), second.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert first.config.num_key_value_heads == 2 and first.config.hidden_size == 128
+    with pytest.raises(ValueError, match="family='gpt2' is not allowed"):
+        tiny_stock_model("gpt2")
