@@ -385,7 +385,8 @@ def test_pivoting_from_rank_deficient_chosen_tokens_skips_their_span():
     assert int(picked.sum()) == 4 and not picked[0, :2].any() and not picked[0, 7]
 
 
-def test_uniform_press_runs_in_the_kvpress_pipeline():
+@pytest.mark.parametrize("mode", ["uniform", "entropy"])
+def test_press_runs_in_the_kvpress_pipeline(mode):
     from transformers import pipeline
 
     from neurips26 import zoo
@@ -393,7 +394,7 @@ def test_uniform_press_runs_in_the_kvpress_pipeline():
     model, tokenizer = zoo.load("tiny-llama")
     pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tokenizer, device="cpu")
     context = README.read_text()[:2000]
-    press = SpectralKVPress(0.5, budget_mode="uniform")
+    press = SpectralKVPress(0.5, budget_mode=mode)  # entropy: layers of different lengths
     answer = pipe(context, question="\n# Summary:", press=press, max_new_tokens=4)["answer"]
     assert isinstance(answer, str)
     press.ledger.check()

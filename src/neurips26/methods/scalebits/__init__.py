@@ -1,5 +1,7 @@
 """ScaleBITS: Scalable Bitwidth Search for Hardware-Aligned Mixed-Precision LLMs (arXiv 2602.17698)."""
 
+import contextlib
+
 from neurips26.methods.scalebits.baselines import UniformRTNConfig, quantize_random
 from neurips26.methods.scalebits.config import ScaleBitsConfig, ScaleBitsExperimentConfig
 from neurips26.methods.scalebits.core import BitLedger, batched_greedy, pack_bits, unpack_bits
@@ -15,6 +17,7 @@ from neurips26.methods.scalebits.integration import (
     reorder_and_allocate,
 )
 from neurips26.methods.scalebits.packed import ScaleBitsLinear
+from neurips26.methods.scalebits.persistence import check_no_packed_weights, load_quantized, save_quantized
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
 
@@ -31,14 +34,22 @@ __all__ = [
     "apply_allocation",
     "batched_greedy",
     "calibration_statistics",
+    "check_no_packed_weights",
     "fold_reordering",
     "layer_average_bits",
+    "load_quantized",
     "pack_bits",
     "plot_bit_heatmaps",
     "quantize_",
     "quantize_random",
     "register_quantize_handler",
     "reorder_and_allocate",
+    "save_quantized",
     "sensitivity_drift",
     "unpack_bits",
 ]
+
+# the quant extra: lets transformers' from_pretrained restore saved packed layers (quant_method "scalebits");
+# without transformers there is no from_pretrained to serve
+with contextlib.suppress(ImportError):
+    import neurips26.methods.scalebits.hf_quantizer  # noqa: F401

@@ -141,14 +141,14 @@ class ScaleBitsLinear(nn.Module):
         layer.stored_shape = stored
         layer.float_zeros = zeros.is_floating_point()
         bit_index = torch.searchsorted(torch.tensor(bit_set), tile_bits)
-        layer.register_buffer("tile_ids", pack_bits(bit_index, index_bits(len(bit_set))))
+        layer.register_stream("tile_ids", pack_bits(bit_index, index_bits(len(bit_set))))
         code_tiles = to_tiles(codes.long(), tile)
         zero_tiles = None if layer.float_zeros else to_tiles(zeros.long(), (tile[0], tile[1] // group_size))
         for bits in bit_set:
             mask = tile_bits == bits
-            layer.register_buffer(f"codes_{bits}", pack_bits(code_tiles[mask], bits))
+            layer.register_stream(f"codes_{bits}", pack_bits(code_tiles[mask], bits))
             if zero_tiles is not None:
-                layer.register_buffer(f"zeros_{bits}", pack_bits(zero_tiles[mask], bits))
+                layer.register_stream(f"zeros_{bits}", pack_bits(zero_tiles[mask], bits))
         layer.register_buffer("scales", scales.half())
         if layer.float_zeros:
             layer.register_buffer("zeros_fp16", zeros.half())
@@ -162,9 +162,17 @@ class ScaleBitsLinear(nn.Module):
         layer.gathers = (input_order is not None, output_order is not None)
         return layer
 
+    def register_stream(self, name: str, stream: torch.Tensor) -> None:
+        """Register a packed stream as a buffer unless it is empty (a width no tile uses, the tile ids of a
+        one-width bit set): transformers' ``save_pretrained`` takes empty tensors for tied weights."""
+        if stream.numel():
+            self.register_buffer(name, stream)
+
     def tile_bits(self) -> torch.Tensor:
         """The bit-width of every tile, unpacked from ``tile_ids``."""
         n_tiles = sum(self.tile_counts.values())
+        if len(self.bit_set) == 1:  # no tile ids stored
+            return torch.full((n_tiles,), self.bit_set[0], dtype=torch.long)
         index = unpack_bits(self.tile_ids, index_bits(len(self.bit_set)), n_tiles)
         return torch.tensor(self.bit_set)[index]
 

@@ -138,7 +138,8 @@ def latent_attention_reference(
     ``logits = scaling (q~ c^T + q_R k_R^T)``; ``o_latent = softmax(logits + mask) c``.
 
     Shapes: q_content (B, H, Tq, d_c), q_rope (B, H, Tq, d_r), content (B, T, d_c), rope (B, T, d_r),
-    mask additive, broadcastable to (B, H, Tq, T). Returns o_latent (B, H, Tq, d_c) [and the logits].
+    mask additive, broadcastable to (B, H, Tq, T); a row it masks entirely gets output 0. Returns o_latent
+    (B, H, Tq, d_c) [and the logits].
     """
     logits = (
         torch.matmul(q_content, content.unsqueeze(1).transpose(-1, -2))
@@ -147,6 +148,8 @@ def latent_attention_reference(
     if mask is not None:
         logits = logits + mask
     probs = torch.softmax(logits, dim=-1)
+    # a fully masked row (a pad position of a left-padded batch) attends to nothing: 0, not NaN
+    probs = probs.masked_fill((logits == float("-inf")).all(dim=-1, keepdim=True), 0.0)
     out = torch.matmul(probs, content.unsqueeze(1))
     return (out, logits) if return_logits else out
 
@@ -293,7 +296,10 @@ def online_latent_attention(
         p_operand, p_scale = quantize_p_block(probs_scaled, p_mode, static_p_scale, scale_mode, fp8_enabled)
         output = output * correction.unsqueeze(-1) + torch.matmul(p_operand, c_blk) * p_scale
         running_max = new_max
-    result = output / denominator.unsqueeze(-1)
+    # a query row that sees no key at all (a pad position of a left-padded batch) has no mass: its output
+    # is 0, as in the Triton kernel, not 0/0 = NaN that the next layer would spread over its real tokens
+    has_mass = denominator > 0
+    result = output / torch.where(has_mass, denominator, torch.ones_like(denominator)).unsqueeze(-1)
     if return_logits:
         return result, torch.cat(all_logits, dim=-1)
     return result

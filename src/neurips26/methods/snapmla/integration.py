@@ -149,13 +149,20 @@ def mla_attention_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
     return found
 
 
-def _rotary(module: torch.nn.Module) -> Any:
-    """The model's own RoPE function (interleaved or half-split), so positions match exactly."""
+def _apply_rope(
+    module: torch.nn.Module, q_rot: torch.Tensor, k_rot: torch.Tensor, position_embeddings: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's own RoPE on (q_R, k_R), so positions match exactly: DeepSeek-V3 passes ``(cos, sin)``
+    (interleaved or half-split per ``rope_interleave``), DeepSeek-V2 one complex ``freqs_cis`` tensor."""
     import importlib
 
     modeling = importlib.import_module(type(module).__module__)
-    name = "apply_rotary_pos_emb_interleave" if module.config.rope_interleave else "apply_rotary_pos_emb"
-    return getattr(modeling, name)
+    if isinstance(position_embeddings, torch.Tensor):  # DeepSeek-V2's complex rotation
+        return modeling.apply_rotary_emb(q_rot, k_rot, position_embeddings.to(q_rot.device))
+    cos, sin = position_embeddings
+    interleave = getattr(module.config, "rope_interleave", False)
+    name = "apply_rotary_pos_emb_interleave" if interleave else "apply_rotary_pos_emb"
+    return getattr(modeling, name)(q_rot, k_rot, cos, sin)
 
 
 def _additive_mask(
@@ -209,13 +216,14 @@ def _shadow_latent_cache(module: torch.nn.Module, host: Cache, recipe: DecodeRec
 def latent_mla_forward(
     self: torch.nn.Module,
     hidden_states: torch.Tensor,
-    position_embeddings: tuple[torch.Tensor, torch.Tensor],
+    position_embeddings: tuple[torch.Tensor, torch.Tensor] | torch.Tensor,
     attention_mask: torch.Tensor | None = None,
     past_key_values: Cache | None = None,
     cache_position: torch.Tensor | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """Absorbed MLA attention over a latent cache; a drop-in ``forward`` for ``DeepseekV3Attention``.
+    """Absorbed MLA attention over a latent cache; a drop-in ``forward`` for ``DeepseekV3Attention`` and
+    ``DeepseekV2Attention``.
 
     The latent c = RMSNorm(W_DKV h) and the RoPE key k_R are appended to the cache in the recipe's format;
     queries are absorbed (q~ = W_UK^T q^C) and the recipe's kernel attends over the cache; the latent
@@ -235,8 +243,7 @@ def latent_mla_forward(
     q_nope, q_rot = torch.split(q_states, [d_nope, d_rope], dim=-1)
     latent, k_rot = torch.split(self.kv_a_proj_with_mqa(hidden_states), [self.kv_lora_rank, d_rope], dim=-1)
     latent = self.kv_a_layernorm(latent)
-    cos, sin = position_embeddings
-    q_rot, k_rot = _rotary(self)(q_rot, k_rot.view(batch, 1, n_query, d_rope), cos, sin)
+    q_rot, k_rot = _apply_rope(self, q_rot, k_rot.view(batch, 1, n_query, d_rope), position_embeddings)
     k_rot = k_rot[:, 0]
 
     if isinstance(past_key_values, LatentMLACache):

@@ -42,10 +42,12 @@ from neurips26.methods.spectralkv.features import (
     stack_candidates,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
+from neurips26.zoo.press_eval import decoder_layers
 
 try:  # kvpress is the llm extra; the press is unusable without it, the core is not
     from kvpress.presses.base_press import BasePress
     from kvpress.utils import extract_keys_and_values
+    from transformers.models.phi3.modeling_phi3 import Phi3Attention
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise ImportError("SpectralKVPress needs kvpress: pip install 'neurips26[llm]'") from _err
 
@@ -55,6 +57,8 @@ __all__ = [
     "SpectralKVPress",
     "calibrate_budget_profile",
     "check_supported_model",
+    "check_unpadded",
+    "fit_masks_to_layer_lengths",
 ]
 
 
@@ -112,6 +116,8 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
         self.ledger = BudgetLedger(self.compression_ratio)
         self._pending: dict[int, _LayerAnalysis] = {}
         self._num_layers = 0
+        self._compressible: list[int] = []  # layers the press compresses (Gemma 3: the global ones)
+        self._pending_sizes: tuple[int, int, int] | None = None
         self._layer_budgets: torch.Tensor | None = None
         self._forced_mask: torch.Tensor | None = None
         self._observe_only = False
@@ -131,6 +137,10 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
     def post_init_from_model(self, model: Any) -> None:
         check_supported_model(model)
         self._num_layers = model.config.num_hidden_layers
+        layers = decoder_layers(model)
+        self._compressible = [idx for idx, layer in enumerate(layers) if not _is_sliding(layer.self_attn)]
+        for layer in layers:  # compressed layers need masks of their own length (see the function)
+            fit_masks_to_layer_lengths(layer.self_attn)
         if self.profile is not None and self.profile.num_layers != self._num_layers:
             raise ValueError(
                 f"profile has {self.profile.num_layers} layer weights, "
@@ -140,13 +150,20 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
     # -- the hook -----------------------------------------------------------------------------------
     def forward_hook(self, module: nn.Module, input: Any, kwargs: dict, output: Any) -> Any:
         hidden_states = kwargs["hidden_states"]
-        cache = kwargs["past_key_values"]
         q_len = hidden_states.shape[1]
         if not _is_prefilling(kwargs["cache_position"], q_len):
             return output
         idx = module.layer_idx
         if idx == 0:
             self._start_prefill()
+        self._prefill_layer(module, hidden_states, kwargs)
+        if self._pending and idx == self._num_layers - 1:  # entropy mode: every layer has been analysed
+            self._compress_pending(kwargs["past_key_values"], *self._pending_sizes)
+        return output
+
+    def _prefill_layer(self, module: nn.Module, hidden_states: torch.Tensor, kwargs: dict) -> None:
+        """Analyse (and, unless the entropy mode waits for all layers, compress) one layer's prefill cache."""
+        cache, idx = kwargs["past_key_values"], module.layer_idx
         keys, values = extract_keys_and_values(cache, idx)
         n = keys.shape[2]
         nominal = nominal_kept(n, self.compression_ratio)
@@ -156,11 +173,17 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
                 self.concentrations[idx] = self._analyse(
                     module, hidden_states, keys, values, kwargs
                 ).concentration
-            return output
+            return
+        if idx not in self._compressible or _holds_window_only(cache.layers[idx]):
+            # a sliding-window layer's cache is bounded by its window already; compressing it would break
+            # transformers' window bookkeeping (its mask counts the tokens the layer has seen)
+            self._record(idx, n, n, [n] * keys.shape[1], floor, "sliding-window layer: kept its window")
+            return
         if self.compression_ratio == 0 or n <= floor:
             note = "" if self.compression_ratio == 0 else f"context {n} <= sinks + window {floor}: kept all"
             self._record(idx, n, n, [n] * keys.shape[1], floor, note)
-            return output
+            return
+        check_unpadded(kwargs.get("attention_mask"), n)
         if nominal < floor:
             raise ValueError(
                 f"compression_ratio={self.compression_ratio} keeps {nominal} of {n} tokens per layer, below "
@@ -170,16 +193,15 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
         self.concentrations[idx] = analysis.concentration
         if self.budget_mode == "entropy":
             self._pending[idx] = analysis
-            if len(self._pending) == self._num_layers:
-                self._compress_pending(cache, n, nominal, floor)
+            self._pending_sizes = (n, nominal, floor)
         else:
             budget = int(self._budgets_for(n, nominal, floor)[idx])
             self._compress_layer(cache, idx, analysis, budget, n, nominal, floor)
-        return output
 
     def _start_prefill(self) -> None:
         self.ledger = BudgetLedger(self.compression_ratio)
         self._pending = {}
+        self._pending_sizes = None
         self._layer_budgets = None
         self._forced_mask = None
         self.concentrations = {}
@@ -218,11 +240,12 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
     def _budgets_for(self, n: int, nominal: int, floor: int) -> torch.Tensor:
         """Per-layer budgets of the uniform and static modes (fixed before the layers run)."""
         if self._layer_budgets is None:
-            if self.budget_mode == "uniform":
-                self._layer_budgets = torch.full((self._num_layers,), nominal)
-            else:
+            budgets = torch.full((self._num_layers,), nominal)
+            if self.budget_mode == "static":  # water-filled over the layers the press compresses
                 assert self.profile is not None
-                self._layer_budgets = self._water_fill(self.profile.weights, n, nominal, floor)
+                weights = [self.profile.weights[i] for i in self._compressible]
+                budgets[self._compressible] = self._water_fill(weights, n, nominal, floor)
+            self._layer_budgets = budgets
         return self._layer_budgets
 
     def _water_fill(self, weights: list[float], n: int, nominal: int, floor: int) -> torch.Tensor:
@@ -324,23 +347,122 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
 
 
 # ---------------------------------------------------------------------------------------------------------
-def check_supported_model(model: Any) -> None:
-    """Raise ``ValueError`` unless every decoder layer has standard multi-head/GQA attention.
+SUPPORTED_FAMILIES = "Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3"
 
-    SpectralKV (like kvpress's presses) works on per-head keys and values (``q_proj``/``k_proj``); latent
-    attention (DeepSeek MLA) caches a compressed latent instead and is not supported.
+
+def check_supported_model(model: Any) -> None:
+    """Raise ``ValueError`` naming the model family unless every decoder layer has standard multi-head/GQA
+    attention: separate ``q_proj``/``k_proj`` (Llama, Mistral, Qwen2/3, Gemma 3) or Phi-3's fused
+    ``qkv_proj``.
+
+    SpectralKV (like kvpress's presses) works on per-head keys and values; latent attention (DeepSeek
+    MLA) caches a compressed latent instead and is not supported.
     """
     inner = getattr(model, "model", None)
     layers = getattr(getattr(inner, "language_model", inner), "layers", None)
+    family = getattr(getattr(model, "config", None), "model_type", "?")
     if layers is None or len(layers) == 0:
-        raise ValueError(f"{type(model).__name__} has no decoder layers (model.model.layers) to hook")
-    attention = getattr(layers[0], "self_attn", None)
-    if attention is None or not (hasattr(attention, "q_proj") and hasattr(attention, "k_proj")):
         raise ValueError(
-            f"{type(model).__name__} has no supported attention ({type(attention).__name__}): "
-            "SpectralKV needs per-head keys and values from q_proj/k_proj "
-            "(Llama, Mistral, Qwen2/3, Phi-3, Gemma 3); latent attention (DeepSeek MLA) is not supported"
+            f"{type(model).__name__} (model_type {family!r}) has no decoder layers (model.model.layers) "
+            "to hook"
         )
+    attention = getattr(layers[0], "self_attn", None)
+    per_head = hasattr(attention, "q_proj") and hasattr(attention, "k_proj")
+    fused = isinstance(attention, Phi3Attention)  # the fused layout kvpress knows how to split
+    if not (per_head or fused):
+        raise ValueError(
+            f"{type(model).__name__} (model_type {family!r}) has no supported attention "
+            f"({type(attention).__name__}): SpectralKV needs per-head keys and values from q_proj/k_proj or "
+            f"a fused qkv_proj ({SUPPORTED_FAMILIES}); latent attention (DeepSeek MLA) is not supported"
+        )
+
+
+def check_unpadded(attention_mask: torch.Tensor | None, n_keys: int) -> None:
+    """Raise ValueError when the layer's attention mask hides some of its ``n_keys`` prompt keys from the
+    last query: a padded batch (left or right).
+
+    After compression transformers keeps masking a row's first ``p`` cache slots (its ``p`` pads in the
+    uncompressed prompt), so a compressed padded row would hide kept tokens and show kept pads: the press
+    refuses instead of decoding garbage. ``attention_mask`` is what the model passes its attention
+    modules: None (no padding), a 4D boolean or additive mask, or a 2D padding mask (flash attention).
+    """
+    if attention_mask is None:
+        return
+    if attention_mask.ndim == 2:
+        visible = attention_mask[:, -n_keys:].bool()
+    else:
+        last_row = attention_mask[:, 0, -1, :n_keys]
+        visible = last_row if last_row.dtype == torch.bool else last_row == 0
+    hidden = (~visible).sum(-1)
+    if bool((hidden > 0).any()):
+        rows = [int(r) for r in torch.nonzero(hidden).flatten()]
+        raise ValueError(
+            f"SpectralKVPress compresses unpadded batches only: rows {rows} of this batch have "
+            f"{hidden[rows].tolist()} padding positions. Compress equal-length prompts (one prompt per "
+            "batch, or bucket by length), or use compression_ratio=0"
+        )
+
+
+def fit_masks_to_layer_lengths(attention: nn.Module) -> None:
+    """Give ``attention`` a correct mask over a cache layer the press compressed.
+
+    transformers 5.2 builds one mask per forward from one layer's cache length and positions, so after a
+    prefill whose layers kept different numbers of tokens (``entropy``/``static`` budgets, or Gemma 3's
+    compressed global layer next to its full local ones) a multi-token forward (the kvpress pipeline's
+    question) or eager attention fails with a shape error, or hides the wrong columns. The persistent
+    pre-hook installed here (once per module) replaces the 4D mask of a compressed layer by the exact one
+    for the unpadded batches the press compresses: every cached token visible to every new query, causal
+    among the new queries. Layers the press did not compress, and masks transformers skips (None), are
+    left alone.
+    """
+    if getattr(attention, "_spectralkv_fits_masks", False):
+        return
+    attention.register_forward_pre_hook(_fit_mask_to_layer, with_kwargs=True)
+    attention._spectralkv_fits_masks = True
+
+
+def _fit_mask_to_layer(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    mask, cache = kwargs.get("attention_mask"), kwargs.get("past_key_values")
+    cache_position = kwargs.get("cache_position")
+    if not isinstance(mask, torch.Tensor) or mask.ndim != 4 or cache is None or cache_position is None:
+        return None
+    layer_idx = getattr(module, "layer_idx", None)
+    if layer_idx is None or layer_idx >= len(getattr(cache, "layers", ())):
+        return None
+    layer = cache.layers[layer_idx]
+    if not getattr(layer, _COMPRESSED, False):
+        return None
+    queries = mask.shape[-2]
+    width = layer.get_mask_sizes(cache_position)[0]  # cached tokens + the new ones
+    allowed = torch.ones(queries, width, dtype=torch.bool, device=mask.device)
+    allowed[:, width - queries :] = torch.ones(queries, queries, dtype=torch.bool, device=mask.device).tril()
+    allowed = allowed.expand(mask.shape[0], mask.shape[1], queries, width)
+    if mask.dtype != torch.bool:
+        allowed = torch.zeros(allowed.shape, dtype=mask.dtype, device=mask.device).masked_fill(
+            ~allowed, torch.finfo(mask.dtype).min
+        )
+    return args, {**kwargs, "attention_mask": allowed}
+
+
+_COMPRESSED = "_spectralkv_compressed"  # cache-layer flag set by _write_layer
+
+
+def _is_sliding(attention: Any) -> bool:
+    """Whether a layer's attention is a sliding-window one by its architecture (Gemma 3's local layers)."""
+    return bool(getattr(attention, "is_sliding", False))
+
+
+def _holds_window_only(cache_layer: Any) -> bool:
+    """A sliding-window cache layer that has already dropped tokens beyond its window (Mistral with a
+    window shorter than the prompt): its window bounds it and its bookkeeping must not change."""
+    seen = getattr(cache_layer, "cumulative_length", None)
+    keys = getattr(cache_layer, "keys", None)
+    return (
+        bool(getattr(cache_layer, "is_sliding", False))
+        and seen is not None
+        and keys is not None
+        and (int(seen) > keys.shape[-2])
+    )
 
 
 def _is_prefilling(cache_position: torch.Tensor, q_len: int) -> bool:
@@ -373,10 +495,12 @@ def _window_attention(
 
 
 def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-    """Replace layer ``idx`` of a (possibly quantized) transformers cache, as kvpress's BasePress does."""
+    """Replace layer ``idx`` of a (possibly quantized) transformers cache, as kvpress's BasePress does,
+    and mark it compressed (its later masks are rebuilt, :func:`fit_masks_to_layer_lengths`)."""
     from transformers import QuantizedCache
 
     layer = cache.layers[idx]
+    setattr(layer, _COMPRESSED, True)
     if isinstance(cache, QuantizedCache):
         layer._quantized_keys = layer._quantize(keys, axis=layer.axis_key)
         layer._quantized_values = layer._quantize(values, axis=layer.axis_value)
@@ -386,6 +510,10 @@ def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor)
     else:
         layer.keys = keys
         layer.values = values
+        if getattr(
+            layer, "is_sliding", False
+        ):  # Mistral's window (longer than the prompt) counts kept tokens
+            layer.cumulative_length = keys.shape[2]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -434,4 +562,7 @@ def post_rope_queries(module: Any, hidden_states: torch.Tensor, position_embeddi
 
     queries = get_prerope_query_states(module, hidden_states)
     cos, sin = position_embeddings
-    return (queries * cos.unsqueeze(1)) + (rotate_half(queries) * sin.unsqueeze(1))
+    rotary = cos.shape[-1]  # Phi-3 style partial rotary rotates the first dims only
+    rotated, passed = queries[..., :rotary], queries[..., rotary:]
+    rotated = (rotated * cos.unsqueeze(1)) + (rotate_half(rotated) * sin.unsqueeze(1))
+    return torch.cat([rotated, passed], dim=-1) if passed.shape[-1] else rotated
