@@ -90,12 +90,15 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _describe_system(experiment: Any, name: str, config: Any) -> str:
-    """One line: the system's resolved value (a dataclass config reads as its fields)."""
+    """The system's resolved value in full (a dataclass reads as the fields that make it this system).
+
+    Never shortened: two systems that differ only past a cut-off would read the same.
+    """
     try:
         system = experiment.build_system(name, config)
     except Exception as exc:  # info must still print the rest
         return f"<cannot build: {type(exc).__name__}: {exc}>"
-    return textwrap.shorten(_settings_text(system), 200, placeholder=" …")
+    return _settings_text(system)
 
 
 def _settings_text(system: Any) -> str:
