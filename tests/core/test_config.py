@@ -154,3 +154,37 @@ def test_nested_default_factory_sets_other_method_defaults_and_is_checked() -> N
         nested(Inner, "x", default_factory=lambda: 3)
     with pytest.raises(TypeError, match="must be callable"):
         nested(Inner, "x", default_factory=Inner(2))
+
+
+def test_overrides_keep_values_json_cannot_hold_and_init_only_fields() -> None:
+    """No JSON round trip: a callable or a set survives, and an InitVar keeps its current value."""
+    import dataclasses
+
+    def keep_attention(module: object, name: str) -> bool:
+        return "attn" in name
+
+    @dataclasses.dataclass
+    class Inner:
+        scale: float = 1.0
+        tags: frozenset = frozenset({"a"})
+
+    @dataclasses.dataclass
+    class Outer:
+        inner: Inner = dataclasses.field(default_factory=Inner)
+        hook: object = None
+        chooser: dataclasses.InitVar[object] = None
+
+        def __post_init__(self, chooser: object) -> None:
+            self.chooser = chooser if chooser is not None else "default"
+
+    config = Outer(hook=keep_attention, chooser=keep_attention)
+    changed = apply_overrides(config, {"inner.scale": 2})
+    assert changed.hook is keep_attention and changed.chooser is keep_attention
+    assert changed.inner.scale == 2.0 and isinstance(changed.inner.scale, float)
+    assert changed.inner.tags == frozenset({"a"}) and config.inner.scale == 1.0  # the original is untouched
+    with pytest.raises(ValueError, match=r"unknown config key 'inner.nope'; valid keys: \['inner.scale'"):
+        apply_overrides(config, {"inner.nope": 1})
+    with pytest.raises(ValueError, match="'hook' is not a nested config"):
+        apply_overrides(config, {"hook.x": 1})
+    with pytest.raises(TypeError, match=r"inner\.scale must be a number"):
+        apply_overrides(config, {"inner.scale": "big"})

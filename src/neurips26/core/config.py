@@ -232,26 +232,62 @@ def apply_overrides(config: ConfigT, overrides: Mapping[str, Any]) -> ConfigT:
     """Return a copy of ``config`` with ``overrides`` applied and re-validated.
 
     A dotted key (``method.pool_factor``) sets a field of a nested config; an unknown key fails with the
-    list of valid dotted keys.
+    list of valid dotted keys. The copy is made with ``dataclasses.replace`` on the nested objects, never
+    through JSON, so a value JSON cannot hold (a ``filter_fn`` callable, a set) survives untouched, and
+    each overridden value is type-checked against its field's annotation once.
     """
-    merged = config_to_dict(config)
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"expected a dataclass config instance, got {type(config).__name__}")
+    leaves: dict[str, Any] = {}
+    children: dict[str, dict[str, Any]] = {}
     for key, value in overrides.items():
-        _set_dotted(merged, key, value, type(config))
-    return config_from_dict(type(config), merged)
+        head, dot, rest = key.partition(".")
+        if dot:
+            children.setdefault(head, {})[rest] = value
+        else:
+            leaves[head] = value
+    return _replaced(config, leaves, children, prefix="", root_cls=type(config))
 
 
-def _set_dotted(target: dict[str, Any], key: str, value: Any, config_cls: type) -> None:
-    *parents, leaf = key.split(".")
-    node = target
-    for depth, part in enumerate(parents):
-        child = node.get(part)
-        if not isinstance(child, dict):
-            valid = dotted_keys(config_cls)
+def _replaced(
+    config: Any,
+    leaves: Mapping[str, Any],
+    children: Mapping[str, dict[str, Any]],
+    prefix: str,
+    root_cls: type,
+) -> Any:
+    """``config`` with its own fields in ``leaves`` set and the nested configs in ``children`` rebuilt."""
+    hints = _resolved_types(type(config))
+    known = {f.name for f in dataclasses.fields(config)}
+    for name in [*leaves, *children]:
+        if name not in known:
+            raise ValueError(f"unknown config key {prefix + name!r}; valid keys: {dotted_keys(root_cls)}")
+    changes = {name: _coerce(prefix + name, value, hints.get(name, Any)) for name, value in leaves.items()}
+    for name, sub in children.items():
+        inner = changes.get(name, getattr(config, name))
+        if not (dataclasses.is_dataclass(inner) and not isinstance(inner, type)):
             raise ValueError(
-                f"unknown config key {key!r}: {'.'.join(parents[: depth + 1])!r} is not a nested config; "
-                f"valid keys: {valid}"
+                f"unknown config key {prefix + name + '.' + next(iter(sub))!r}: {prefix + name!r} is not a "
+                f"nested config; valid keys: {dotted_keys(root_cls)}"
             )
-        node = child
-    if parents and leaf not in node:
-        raise ValueError(f"unknown config key {key!r}; valid keys: {dotted_keys(config_cls)}")
-    node[leaf] = value
+        inner_leaves = {k: v for k, v in sub.items() if "." not in k}
+        inner_children: dict[str, dict[str, Any]] = {}
+        for key, value in sub.items():
+            head, dot, rest = key.partition(".")
+            if dot:
+                inner_children.setdefault(head, {})[rest] = value
+        changes[name] = _replaced(inner, inner_leaves, inner_children, f"{prefix}{name}.", root_cls)
+    return dataclasses.replace(config, **_init_only_values(config), **changes)
+
+
+def _init_only_values(config: Any) -> dict[str, Any]:
+    """The current values of ``config``'s ``InitVar`` fields that it keeps as attributes.
+
+    ``dataclasses.replace`` would otherwise pass their defaults again (ScaleBitsConfig's ``filter_fn``
+    came back as the default filter).
+    """
+    return {
+        name: getattr(config, name)
+        for name, hint in _resolved_types(type(config)).items()
+        if isinstance(hint, dataclasses.InitVar) and hasattr(config, name)
+    }
