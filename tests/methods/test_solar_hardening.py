@@ -46,16 +46,35 @@ def test_calibration_survives_yaml_and_datasheet_specs_have_no_noise(tmp_path):
         calibrate(factor=0.9)
 
 
-def test_cli_calibrate_writes_the_record(tmp_path, monkeypatch):
+@pytest.mark.parametrize("loaded", [False, True])
+def test_cli_calibrate_shows_load_and_spread_and_refuses_a_loaded_machine(
+    tmp_path, monkeypatch, capsys, loaded
+):
+    import dataclasses
+
     import neurips26.methods.solar.cli as module
 
-    monkeypatch.setattr(module, "calibrate", lambda **kw: calibrate(**{**kw, **SMALL}))
+    def measured(**kw):
+        spec = calibrate(**{**kw, **SMALL})
+        return dataclasses.replace(
+            spec, calibration={**spec.calibration, "loaded": loaded, "load_reason": "x"}
+        )
+
+    monkeypatch.setattr(module, "calibrate", measured)
     parser = argparse.ArgumentParser()
     solar_cli.add_arguments(parser)
     out = tmp_path / "spec.yaml"
-    args = parser.parse_args(["calibrate", "--trials", "2", "--out", str(out)])
-    assert solar_cli.main(args) == 0
-    assert len(load_hardware(out).calibration["trials"]) == 2
+    args = parser.parse_args(["calibrate", "--trials", "2", "--spacing", "0.1", "--out", str(out)])
+    code = solar_cli.main(args)
+    shown = capsys.readouterr()
+    assert "2 trials over" in shown.out and "trial 1: t=" in shown.out and "CPU share" in shown.out
+    assert "spread (max - median) / max" in shown.out and "load: " in shown.out
+    if loaded:  # refused: nothing written, and the message says what to do
+        assert code == 2 and not out.exists() and "--allow-load" in shown.err
+        args = parser.parse_args(["calibrate", "--trials", "2", "--out", str(out), "--allow-load"])
+        assert solar_cli.main(args) == 0 and load_hardware(out).calibration["loaded"]
+    else:
+        assert code == 0 and len(load_hardware(out).calibration["trials"]) == 2
 
 
 def test_noise_band_is_the_relative_iqr():
