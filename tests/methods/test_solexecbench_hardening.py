@@ -20,6 +20,7 @@ from neurips26.methods.solexecbench import (
     load_problem_set,
     static_check,
 )
+from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH
 from neurips26.methods.solexecbench.harness import DEFAULT_TOLERANCE
 from neurips26.methods.solexecbench.solutions import make_solution, red_team_solution
 
@@ -216,7 +217,8 @@ def _persist_solution() -> tuple[object, str]:
     return make_solution("rmsnorm", "persist", PERSIST.replace("TOKEN", token)), token
 
 
-def test_private_tmp_keeps_files_from_the_host_and_from_the_next_evaluation(rmsnorm):
+def test_private_tmp_keeps_files_from_the_host_and_from_the_next_evaluation(rmsnorm, monkeypatch):
+    monkeypatch.delenv(PRIVATE_TMP_SWITCH, raising=False)  # the config's policy, whatever CI forces
     solution, token = _persist_solution()
     with SolExecBench(SolExecBenchConfig(**FAST, static_check=False)) as bench:
         first = bench.evaluate(rmsnorm, solution)
@@ -230,7 +232,8 @@ def test_private_tmp_keeps_files_from_the_host_and_from_the_next_evaluation(rmsn
     )
 
 
-def test_persistence_cheat_is_reward_hack_without_a_mount_namespace(rmsnorm):
+def test_persistence_cheat_is_reward_hack_without_a_mount_namespace(rmsnorm, monkeypatch):
+    monkeypatch.delenv(PRIVATE_TMP_SWITCH, raising=False)  # private_tmp=False decides, whatever CI forces
     solution, token = _persist_solution()
     with SolExecBench(SolExecBenchConfig(**FAST, static_check=False, private_tmp=False)) as bench:
         result = bench.evaluate(rmsnorm, solution)
