@@ -5,6 +5,7 @@ violated bound."""
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 
 import pytest
@@ -14,7 +15,7 @@ from neurips26.methods.solar import PEAK_FACTOR, HardwareSpec, calibrate, load_h
 from neurips26.methods.solar import cli as solar_cli
 from neurips26.methods.solar.config import SOLARAnalysisConfig, SOLARConfig
 from neurips26.methods.solar.experiment import EXPERIMENT, suite_metrics
-from neurips26.methods.solar.hardware import save_hardware
+from neurips26.methods.solar.hardware import load_verdict, save_hardware
 from neurips26.methods.solar.timing import noise_band
 
 SMALL = dict(gemm_n=128, copy_bytes=4 * 2**20, reps=1)
@@ -33,6 +34,23 @@ def test_calibrate_keeps_the_maximum_and_records_trials_noise_and_load():
         values = [t[key] for t in record["trials"]]
         assert record["spread"][key] == pytest.approx((max(values) - statistics.median(values)) / max(values))
     assert spec.noise == max(record["spread"]["fp32_flops"], record["spread"]["bandwidth_Bps"]) >= 0
+
+
+def test_calibration_trials_are_spread_over_time_and_judged_for_load():
+    spec = calibrate(trials=3, spacing_s=0.2, **SMALL)
+    record = spec.calibration
+    starts = [t["at_s"] for t in record["trials"]]
+    assert starts == sorted(starts) and record["spread_s"] == starts[-1] - starts[0] >= 0.4
+    assert all(t["cpu_share"] > 0 for t in record["trials"]) and isinstance(record["loaded"], bool)
+    assert record["load_limit"] == os.cpu_count() and record["load_reason"]
+    quiet = [{"load_average": 0.5, "cpu_share": 0.98}] * 3
+    assert load_verdict(quiet, 2.0)[0] is False
+    busy = [{"load_average": 10.2, "cpu_share": 0.98}] * 3
+    assert load_verdict(busy, 2.0) == (True, "1-min load average 10.20 > limit 2")
+    starved = [{"load_average": 1.0, "cpu_share": 0.25}] * 3  # the load average lags; the CPU share does not
+    assert load_verdict(starved, 2.0)[0] and "CPU-s per wall-s" in load_verdict(starved, 2.0)[1]
+    with pytest.raises(ValueError, match="spacing_s"):
+        calibrate(trials=1, spacing_s=-1.0)
 
 
 def test_calibration_survives_yaml_and_datasheet_specs_have_no_noise(tmp_path):

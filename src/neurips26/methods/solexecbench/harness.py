@@ -526,7 +526,8 @@ class SolExecBench:
         strict = dataclasses.replace(
             self.config,
             disabled_defences=",".join(d for d in self.config._disabled() if d != "recheck"),
-            recheck_k=max(self.config.min_reps, 1),
+            recheck_k=self.config.min_reps,
+            max_reps=self.config.min_reps,  # so that every timed iteration is one of the re-checked ones
             correctness_rounds=self.config.correctness_rounds + 1,
         )
         original, self.config = self.config, strict
