@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# solar's cpu-local spec: calibrated inside this test process, never a cached file from another time and
+# load (issue #50); each process gets its own empty folder for it
+os.environ["NEURIPS26_SOLAR_HW"] = tempfile.mkdtemp(prefix="neurips26-solar-hw-")
 
 import pytest
 import torch
+
+atexit.register(shutil.rmtree, os.environ["NEURIPS26_SOLAR_HW"], True)
 
 torch.set_num_threads(1)
 

@@ -5,6 +5,7 @@ violated bound."""
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 
 import pytest
@@ -14,7 +15,7 @@ from neurips26.methods.solar import PEAK_FACTOR, HardwareSpec, calibrate, load_h
 from neurips26.methods.solar import cli as solar_cli
 from neurips26.methods.solar.config import SOLARAnalysisConfig, SOLARConfig
 from neurips26.methods.solar.experiment import EXPERIMENT, suite_metrics
-from neurips26.methods.solar.hardware import save_hardware
+from neurips26.methods.solar.hardware import load_verdict, save_hardware
 from neurips26.methods.solar.timing import noise_band
 
 SMALL = dict(gemm_n=128, copy_bytes=4 * 2**20, reps=1)
@@ -35,6 +36,23 @@ def test_calibrate_keeps_the_maximum_and_records_trials_noise_and_load():
     assert spec.noise == max(record["spread"]["fp32_flops"], record["spread"]["bandwidth_Bps"]) >= 0
 
 
+def test_calibration_trials_are_spread_over_time_and_judged_for_load():
+    spec = calibrate(trials=3, spacing_s=0.2, **SMALL)
+    record = spec.calibration
+    starts = [t["at_s"] for t in record["trials"]]
+    assert starts == sorted(starts) and record["spread_s"] == starts[-1] - starts[0] >= 0.4
+    assert all(t["cpu_share"] > 0 for t in record["trials"]) and isinstance(record["loaded"], bool)
+    assert record["load_limit"] == os.cpu_count() and record["load_reason"]
+    quiet = [{"load_average": 0.5, "cpu_share": 0.98}] * 3
+    assert load_verdict(quiet, 2.0)[0] is False
+    busy = [{"load_average": 10.2, "cpu_share": 0.98}] * 3
+    assert load_verdict(busy, 2.0) == (True, "1-min load average 10.20 > limit 2")
+    starved = [{"load_average": 1.0, "cpu_share": 0.25}] * 3  # the load average lags; the CPU share does not
+    assert load_verdict(starved, 2.0)[0] and "CPU-s per wall-s" in load_verdict(starved, 2.0)[1]
+    with pytest.raises(ValueError, match="spacing_s"):
+        calibrate(trials=1, spacing_s=-1.0)
+
+
 def test_calibration_survives_yaml_and_datasheet_specs_have_no_noise(tmp_path):
     spec = calibrate(trials=2, factor=2.0, **SMALL)
     loaded = load_hardware(save_hardware(spec, tmp_path / "cpu-local.yaml"))
@@ -46,16 +64,35 @@ def test_calibration_survives_yaml_and_datasheet_specs_have_no_noise(tmp_path):
         calibrate(factor=0.9)
 
 
-def test_cli_calibrate_writes_the_record(tmp_path, monkeypatch):
+@pytest.mark.parametrize("loaded", [False, True])
+def test_cli_calibrate_shows_load_and_spread_and_refuses_a_loaded_machine(
+    tmp_path, monkeypatch, capsys, loaded
+):
+    import dataclasses
+
     import neurips26.methods.solar.cli as module
 
-    monkeypatch.setattr(module, "calibrate", lambda **kw: calibrate(**{**kw, **SMALL}))
+    def measured(**kw):
+        spec = calibrate(**{**kw, **SMALL})
+        return dataclasses.replace(
+            spec, calibration={**spec.calibration, "loaded": loaded, "load_reason": "x"}
+        )
+
+    monkeypatch.setattr(module, "calibrate", measured)
     parser = argparse.ArgumentParser()
     solar_cli.add_arguments(parser)
     out = tmp_path / "spec.yaml"
-    args = parser.parse_args(["calibrate", "--trials", "2", "--out", str(out)])
-    assert solar_cli.main(args) == 0
-    assert len(load_hardware(out).calibration["trials"]) == 2
+    args = parser.parse_args(["calibrate", "--trials", "2", "--spacing", "0.1", "--out", str(out)])
+    code = solar_cli.main(args)
+    shown = capsys.readouterr()
+    assert "2 trials over" in shown.out and "trial 1: t=" in shown.out and "CPU share" in shown.out
+    assert "spread (max - median) / max" in shown.out and "load: " in shown.out
+    if loaded:  # refused: nothing written, and the message says what to do
+        assert code == 2 and not out.exists() and "--allow-load" in shown.err
+        args = parser.parse_args(["calibrate", "--trials", "2", "--out", str(out), "--allow-load"])
+        assert solar_cli.main(args) == 0 and load_hardware(out).calibration["loaded"]
+    else:
+        assert code == 0 and len(load_hardware(out).calibration["trials"]) == 2
 
 
 def test_noise_band_is_the_relative_iqr():

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from neurips26.methods.solar import HardwareSpec
+from neurips26.methods.solar.hardware import DEFAULT_TRIALS
 from neurips26.methods.solexecbench import (
     SolExecBench,
     SolExecBenchConfig,
@@ -19,6 +20,7 @@ from neurips26.methods.solexecbench import (
     load_problem_set,
     static_check,
 )
+from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH
 from neurips26.methods.solexecbench.harness import DEFAULT_TOLERANCE
 from neurips26.methods.solexecbench.solutions import make_solution, red_team_solution
 
@@ -215,7 +217,8 @@ def _persist_solution() -> tuple[object, str]:
     return make_solution("rmsnorm", "persist", PERSIST.replace("TOKEN", token)), token
 
 
-def test_private_tmp_keeps_files_from_the_host_and_from_the_next_evaluation(rmsnorm):
+def test_private_tmp_keeps_files_from_the_host_and_from_the_next_evaluation(rmsnorm, monkeypatch):
+    monkeypatch.delenv(PRIVATE_TMP_SWITCH, raising=False)  # the config's policy, whatever CI forces
     solution, token = _persist_solution()
     with SolExecBench(SolExecBenchConfig(**FAST, static_check=False)) as bench:
         first = bench.evaluate(rmsnorm, solution)
@@ -229,7 +232,8 @@ def test_private_tmp_keeps_files_from_the_host_and_from_the_next_evaluation(rmsn
     )
 
 
-def test_persistence_cheat_is_reward_hack_without_a_mount_namespace(rmsnorm):
+def test_persistence_cheat_is_reward_hack_without_a_mount_namespace(rmsnorm, monkeypatch):
+    monkeypatch.delenv(PRIVATE_TMP_SWITCH, raising=False)  # private_tmp=False decides, whatever CI forces
     solution, token = _persist_solution()
     with SolExecBench(SolExecBenchConfig(**FAST, static_check=False, private_tmp=False)) as bench:
         result = bench.evaluate(rmsnorm, solution)
@@ -251,13 +255,20 @@ def _spec_with_noise(noise: float) -> HardwareSpec:
     return HardwareSpec("cpu-test", "cpu", True, "test", 20e9, 2**25, {"float32": 100e9}, calibration=record)
 
 
-@pytest.mark.parametrize(("noise", "expected"), [(0.0, "REWARD_HACK"), (0.2, "PASSED")])
-def test_sol_floor_flags_only_beyond_the_measured_noise(rmsnorm, monkeypatch, noise, expected):
+@pytest.mark.parametrize("noise", [0.0, 0.2])
+def test_sol_floor_flags_only_beyond_the_measured_noise(rmsnorm, monkeypatch, noise):
+    """10% below T_SOL: inside a 20% noise band nothing happens; outside a zero one the solution is
+    re-verified and the spec re-calibrated, and a re-verified time that still beats the floor is a flag on
+    a PASS, never a REWARD_HACK on its own (issue #50)."""
+    import neurips26.methods.solexecbench.harness as harness_module
+
     bench = SolExecBench(SolExecBenchConfig(**FAST), hardware=_spec_with_noise(noise))
     t_sol, _ = bench.sol_ms(rmsnorm, rmsnorm.workloads[0])
-    latency = 0.9 * t_sol  # 10% below the bound: inside a 20% noise band, outside a zero one
+    latency = 0.9 * t_sol
+    runs = []
 
     def fake_driver(problem, solution):
+        runs.append(bench.config)
         return [
             {
                 "uuid": rmsnorm.workloads[0].uuid,
@@ -266,12 +277,26 @@ def test_sol_floor_flags_only_beyond_the_measured_noise(rmsnorm, monkeypatch, no
             }
         ]
 
+    refreshed = []
+    monkeypatch.setattr(
+        harness_module, "refresh_calibration", lambda spec, why: refreshed.append(why) or spec
+    )
     monkeypatch.setattr(bench, "run_driver", fake_driver)
     result = bench.evaluate(rmsnorm, make_solution("rmsnorm", "fast", SLEEPY))
     evaluation = result.traces[0].evaluation
-    assert result.statuses == [expected], evaluation.log
+    assert result.statuses == ["PASSED"], evaluation.log
     assert evaluation.sol["floor_tolerance"] == pytest.approx(noise)
     assert f"calibration noise {noise:.4g} of cpu-test (3 trials" in evaluation.sol["floor_tolerance_source"]
+    if noise:  # inside the band: one run, no flag
+        assert len(runs) == 1 and "floor" not in evaluation.sol and not refreshed
+    else:  # re-verified with every timed output re-checked, the spec re-calibrated, then flagged
+        assert len(runs) == 2 and runs[1].recheck_k == runs[1].min_reps == runs[1].max_reps
+        assert "re-verified solution ran below the floor" in refreshed[0]
+        assert (
+            evaluation.sol["floor"]["reverified"] == "PASSED"
+            and "ms < T_SOL" in evaluation.sol["floor"]["flag"]
+        )
+        assert evaluation.log.startswith("flag: below speed of light")
     unwidened = SolExecBench(
         SolExecBenchConfig(**FAST, sol_floor_noise=False), hardware=_spec_with_noise(noise)
     )
@@ -282,8 +307,8 @@ def test_the_experiment_calibrates_its_spec_in_process():
     from neurips26.methods.solexecbench.experiment import experiment_hardware
 
     spec = experiment_hardware(SolExecBenchConfig())
-    assert spec.name == "cpu-local" and len(spec.calibration["trials"]) == 3 and spec.noise >= 0
+    assert spec.name == "cpu-local" and len(spec.calibration["trials"]) == DEFAULT_TRIALS and spec.noise >= 0
     assert experiment_hardware(SolExecBenchConfig()) is spec  # once per process
     assert experiment_hardware(SolExecBenchConfig(hardware="H200")) is None  # a named spec is loaded as is
     tolerance, source = SolExecBench(SolExecBenchConfig(), hardware=spec).sol_floor_tolerance()
-    assert tolerance == spec.noise and "3 trials at" in source
+    assert tolerance == spec.noise and f"{DEFAULT_TRIALS} trials at" in source

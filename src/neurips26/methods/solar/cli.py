@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from neurips26.methods.solar.hardware import (
+    DEFAULT_SPACING_S,
+    DEFAULT_TRIALS,
     PEAK_FACTOR,
+    HardwareSpec,
     calibrate,
     known_hardware,
     load_hardware,
@@ -51,11 +54,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=PEAK_FACTOR,
         help=f"factor above the best measured rate (default {PEAK_FACTOR}, a documented constant)",
     )
-    calibrate.add_argument("--trials", type=int, default=5, help="repeated trials; the maximum is kept")
+    calibrate.add_argument(
+        "--trials", type=int, default=DEFAULT_TRIALS, help="short trials spread over time; the best is kept"
+    )
+    calibrate.add_argument("--spacing", type=float, default=DEFAULT_SPACING_S, help="seconds between trials")
     calibrate.add_argument(
         "--quiet-load", type=float, default=None, help="wait for the 1-min load average to fall to this"
     )
     calibrate.add_argument("--max-wait", type=float, default=60.0, help="seconds to wait per trial")
+    calibrate.add_argument(
+        "--load-limit",
+        type=float,
+        default=None,
+        help="a calibration above this 1-min load average is LOADED (default: the number of CPUs)",
+    )
+    calibrate.add_argument(
+        "--allow-load",
+        action="store_true",
+        help="write the spec even when the machine was loaded (default: refuse; its peaks would be too low)",
+    )
     sub.add_parser("hardware", help="list known hardware specs")
 
 
@@ -89,15 +106,56 @@ def load_target(target: str) -> tuple[Any, list[Any]]:
     return obj, list(module.get_inputs())
 
 
+def describe_calibration(spec: HardwareSpec) -> str:
+    """What a calibration used: its trials (rates, load average, CPU share, when), their spread over time,
+    the load verdict and the resulting peaks."""
+    record = spec.calibration
+    lines = [
+        f"{len(record['trials'])} trials over {record.get('spread_s', 0.0):.1f} s "
+        f"(threads={record.get('threads')}, factor {record.get('factor')}):"
+    ]
+    for index, trial in enumerate(record["trials"]):
+        lines.append(
+            f"  trial {index}: t={trial.get('at_s', 0.0):6.1f} s  load {trial['load_average']:5.2f}  "
+            f"CPU share {trial.get('cpu_share', float('nan')):4.2f}  fp32 {trial['fp32_flops'] / 1e9:7.1f} "
+            f"GFLOP/s  bandwidth {trial['bandwidth_Bps'] / 1e9:6.1f} GB/s"
+        )
+    spread = record.get("spread", {})
+    lines.append(
+        f"spread (max - median) / max: fp32 {spread.get('fp32_flops', 0.0):.3f}, bandwidth "
+        f"{spread.get('bandwidth_Bps', 0.0):.3f} (noise {spec.noise:.3f})"
+    )
+    verdict = "LOADED" if record.get("loaded") else "quiet"
+    lines.append(f"load: {verdict}: {record.get('load_reason', '')}")
+    lines.append(
+        f"peaks: fp32 {spec.peak_flops['float32'] / 1e9:.1f} GFLOP/s, bandwidth "
+        f"{spec.dram_bandwidth_Bps / 1e9:.1f} GB/s"
+    )
+    return "\n".join(lines)
+
+
 def calibrate_command(args: argparse.Namespace) -> int:
     """``neurips26 solar calibrate``: :func:`~neurips26.methods.solar.hardware.calibrate` into a YAML file
-    (the spec with its calibration record: timestamp, load averages, every trial, factor, noise)."""
+    (the spec with its calibration record: timestamp, every trial's rates, load and CPU share, their spread
+    over time, factor, noise). A calibration made on a loaded machine is shown and refused (exit 2): its
+    peaks would be too low for a floor; ``--allow-load`` writes it anyway, marked loaded."""
     spec = calibrate(
         trials=args.trials,
         factor=args.factor,
         quiet_load=args.quiet_load,
         max_wait_s=args.max_wait if args.quiet_load is not None else 0.0,
+        spacing_s=args.spacing,
+        load_limit=args.load_limit,
     )
+    print(describe_calibration(spec))
+    if spec.calibration["loaded"] and not args.allow_load:
+        print(
+            "solar: not written: the machine was loaded, so these peaks are too low for a speed-of-light "
+            "floor; rerun when it is quiet, or wait for a quiet window with --quiet-load N --max-wait S, "
+            "or write it anyway with --allow-load (load_hardware re-calibrates a loaded spec)",
+            file=sys.stderr,
+        )
+        return 2
     path = save_hardware(spec, args.out or user_hardware_dir() / "cpu-local.yaml")
     print(f"wrote {path}: {spec.notes}")
     return 0

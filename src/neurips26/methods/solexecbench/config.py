@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from neurips26.core.config import nested, param
@@ -13,6 +15,25 @@ MODES = ("solexecbench", "naive", "kernelbench")
 EXTRA_RUNGS = ("cpp", "compile")
 TIMING_ESTIMATORS = ("median", "paired_ratio")
 DEFENCES = ("integrity", "threads", "processes", "mutation", "recheck", "sol_floor")
+
+
+# The switch that forces how each evaluation's /tmp is privatised, whatever ``private_tmp`` says: "namespace"
+# (a private tmpfs per evaluation, or a RUNTIME_ERROR naming the kernel's refusal: never a silent fallback),
+# "fallback" (no mount namespace: HOME/TMPDIR in the staging dir and a scan for leftovers) or "auto" (unset:
+# the config decides, the namespace when the kernel allows it). CI runs the sandbox tests once each way.
+PRIVATE_TMP_SWITCH = "NEURIPS26_SOLEXECBENCH_TMP"
+PRIVATE_TMP_POLICIES = ("auto", "namespace", "fallback")
+
+
+def private_tmp_policy(private_tmp: bool, environ: Mapping[str, str] = os.environ) -> str:
+    """The driver's ``private_tmp`` policy: :data:`PRIVATE_TMP_SWITCH` when set, else the config's."""
+    forced = environ.get(PRIVATE_TMP_SWITCH, "").strip().lower()
+    if forced and forced not in PRIVATE_TMP_POLICIES:
+        choices = f"choose one of {PRIVATE_TMP_POLICIES} (or unset it)"
+        raise ValueError(f"{PRIVATE_TMP_SWITCH}={forced!r}; {choices}")
+    if forced and forced != "auto":
+        return forced
+    return "auto" if private_tmp else "fallback"
 
 
 def default_flush_bytes() -> int:
@@ -74,7 +95,9 @@ class SolExecBenchConfig:
     private_tmp: bool = param(
         True,
         "issue #33: each evaluation gets an empty tmpfs on /tmp, /var/tmp, /dev/shm and a private HOME (mount"
-        " namespace); refused or off: HOME/TMPDIR in the staging dir and a scan for files left behind",
+        " namespace; the interpreter and sys.path bound back read-only); refused or off: HOME/TMPDIR in the"
+        " staging dir and a scan for files left behind. $NEURIPS26_SOLEXECBENCH_TMP=namespace|fallback"
+        " forces one",
     )
     static_check: bool = param(True, "research notes 2.2: AST check before staging")
     disabled_defences: str = param(
@@ -189,7 +212,7 @@ class SolExecBenchConfig:
                 "file_bytes": self.file_bytes,
                 "max_processes": self.max_processes,
                 "network_namespace": self.network_isolation,
-                "private_tmp": self.private_tmp,
+                "private_tmp": private_tmp_policy(self.private_tmp),
                 "sandbox_uid": self.sandbox_uid,
             },
         }

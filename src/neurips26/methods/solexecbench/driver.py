@@ -935,41 +935,100 @@ def _mount(source: str, target: str, fstype: str | None, flags: int, data: str |
         raise OSError(ctypes.get_errno(), f"mount {target}: {os.strerror(ctypes.get_errno())}")
 
 
-def _private_scratch(staging: str) -> tuple[str, list[str]]:
+def _under_scratch(path: str) -> bool:
+    """True when ``path`` lies strictly inside one of the host scratch dirs (a tmpfs there hides it)."""
+    return any(path.startswith(folder + "/") for folder in SCRATCH_DIRS)
+
+
+def _paths_the_evaluation_needs() -> list[str]:
+    """Existing paths under a scratch dir that the evaluation reads: the interpreter's prefixes and folder,
+    every ``sys.path`` entry (site-packages, an editable install's source tree) and CUDA's library paths.
+    Both the path as named and its resolved form are listed
+    (an import may go through either); nested ones are dropped (the outer bind covers them)."""
+    named = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    named += [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    named += [entry for entry in sys.path if entry]
+    named += [entry for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":") if entry]
+    named.append(os.environ.get("CUDA_HOME", ""))
+    found: set[str] = set()
+    for path in named:
+        if not path or not os.path.exists(path):
+            continue
+        for form in (os.path.abspath(path), os.path.realpath(path)):
+            if _under_scratch(form):
+                found.add(form)
+    kept: list[str] = []
+    for path in sorted(found, key=lambda p: (p.count("/"), p)):
+        if not any(path == outer or path.startswith(outer + "/") for outer in kept):
+            kept.append(path)
+    return kept
+
+
+# statvfs flags a read-only bind must keep (the kernel refuses to clear a locked nosuid/nodev/noexec/atime
+# flag in a user namespace); their values equal the MS_* mount flags
+_KEPT_MOUNT_FLAGS = 2 | 4 | 8 | 1024 | 2048 | 4096
+
+
+def _bind_read_only(fd: int, target: str, is_dir: bool) -> None:
+    """Bind the file or folder open as ``fd`` at ``target`` (created on the tmpfs), read-only."""
+    if is_dir:
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o444))
+    source = f"/proc/self/fd/{fd}"
+    _mount(source, target, None, _MS_BIND | _MS_REC)
+    kept = os.statvfs(source).f_flag & _KEPT_MOUNT_FLAGS
+    _mount("none", target, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | kept)
+
+
+def _private_scratch(staging: str) -> tuple[str, list[str], list[str]]:
     """Inside a fresh mount namespace: an empty tmpfs on each host scratch dir and a private ``HOME``
     (``/tmp/home``), so nothing a solution writes there outlives its evaluation or reaches the host.
 
-    The sandbox root (which holds the staging dir, the built extensions and staged inputs) usually lives
-    under the host's ``/tmp``: it is bound back at its own path, read-only, with the staging dir bound
-    read-write on top — the child sees exactly what it saw before, minus everything else in ``/tmp``.
-    Returns the private HOME and the scratch dirs that could not be mounted (the fork server scans them)."""
+    What the evaluation reads from under a scratch dir is bound back at its own path, **read-only**: the
+    interpreter (a virtualenv under ``/tmp``), everything on ``sys.path`` (site-packages, an editable
+    install's source tree) and CUDA's library paths (see :func:`_paths_the_evaluation_needs`), and the
+    sandbox root (staging dirs, built extensions, staged inputs: a problem's files are copied there) with
+    the staging dir bound read-write on top — the child sees what it needs, minus everything else in
+    ``/tmp``.
+    Returns the private HOME, the scratch dirs that could not be mounted (the fork server scans them) and
+    the paths bound back read-only."""
     root = os.path.dirname(staging)
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     stage_fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+    needed = [p for p in _paths_the_evaluation_needs() if p != root and not p.startswith(root + "/")]
+    # opened before the tmpfs hides them; O_PATH: a folder the harness cannot list is still bound
+    opened = [(path, os.open(path, os.O_PATH), os.path.isdir(path)) for path in needed]
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE)  # nothing mounted here propagates to the host
-    skipped = []
+    skipped, bound = [], []
     for folder in SCRATCH_DIRS:
         if os.path.isdir(folder) and not os.path.islink(folder):
             options = f"mode=1777,size={PRIVATE_TMP_BYTES}"
             holds_root = root == folder or root.startswith(folder.rstrip("/") + "/")
+            inside = [item for item in opened if item[0].startswith(folder + "/")]
             try:
                 _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, options)
             except OSError:
-                if folder == "/tmp" or holds_root:
+                if folder == "/tmp" or holds_root or inside:
                     raise
                 skipped.append(folder)  # e.g. a container that refuses a mount on /dev/shm: scanned
                 continue
+            for path, fd, is_dir in inside:
+                _bind_read_only(fd, path, is_dir)
+                bound.append(path)
             if holds_root:
-                os.makedirs(root, exist_ok=True)
-                _mount(f"/proc/self/fd/{root_fd}", root, None, _MS_BIND)
-                _mount("none", root, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY)
+                _bind_read_only(root_fd, root, True)
                 _mount(f"/proc/self/fd/{stage_fd}", staging, None, _MS_BIND)
+    for _, fd, _ in opened:
+        os.close(fd)
     os.close(root_fd)
     os.close(stage_fd)
     os.chdir(staging)  # the cwd now resolves through the new mounts
     home = "/tmp/home"
     os.makedirs(home, exist_ok=True)
-    return home, skipped
+    return home, skipped, bound
 
 
 def _scratch_entries() -> dict[str, tuple[int, int]]:
@@ -1092,6 +1151,24 @@ def _drop_root(uid: int, staging: str, home: str | None = None) -> None:
         libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0)
 
 
+TMP_POLICIES = ("auto", "namespace", "fallback")
+
+
+class PrivateTmpRefused(OSError):
+    """``private_tmp='namespace'`` was asked for and the kernel refused the mount namespace (or a mount)."""
+
+
+def _tmp_policy(value) -> str:
+    """The request's ``private_tmp``: ``"auto"`` (a private tmpfs when the kernel allows one, else the
+    staging dir and a scan), ``"namespace"`` (a private tmpfs or an error), ``"fallback"`` (never a mount
+    namespace for /tmp); ``True``/``False`` are ``"auto"``/``"fallback"``."""
+    if value is True or value is False:
+        return "auto" if value else "fallback"
+    if value not in TMP_POLICIES:
+        raise ValueError(f"private_tmp={value!r}; choose one of {TMP_POLICIES}")
+    return value
+
+
 def _isolate(limits: dict, staging: str) -> dict:
     """Network isolation and the process-count limit; returns what was enforced, for the trace."""
     import resource
@@ -1099,7 +1176,8 @@ def _isolate(limits: dict, staging: str) -> dict:
 
     report: dict = {}
     want_net = limits.get("network_namespace", True)
-    want_tmp = limits.get("private_tmp", True)
+    tmp_policy = _tmp_policy(limits.get("private_tmp", True))
+    want_tmp = tmp_policy != "fallback"
     flags = (_CLONE_NEWNET if want_net else 0) | (_CLONE_NEWNS if want_tmp else 0)
     refused = _enter_namespaces(flags) if flags else None
     entered = bool(flags) and refused is None
@@ -1113,13 +1191,20 @@ def _isolate(limits: dict, staging: str) -> dict:
         report["namespace_refused"] = reason
     _install_socket_guard()
     home = None
+    report["tmp_policy"] = tmp_policy
     if tmp_reason is None:
         try:
-            home, skipped = _private_scratch(staging)
+            home, skipped, bound = _private_scratch(staging)
             if skipped:
                 report["tmp_unmounted"] = skipped
+            if bound:
+                report["tmp_bound_read_only"] = bound
         except OSError as error:
             tmp_reason = str(error)
+    if home is None and tmp_policy == "namespace":  # forced: never fall back unseen
+        raise PrivateTmpRefused(
+            f"a private /tmp was required (private_tmp='namespace') but could not be made: {tmp_reason}"
+        )
     if home is not None:
         report["tmp"] = "private-tmpfs"
         os.environ.update(HOME=home, TMPDIR="/tmp")

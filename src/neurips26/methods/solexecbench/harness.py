@@ -15,6 +15,7 @@ the baseline.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _datetime
 import hashlib
 import json
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neurips26.methods.solar import HardwareSpec, load_hardware
+from neurips26.methods.solar import HardwareSpec, load_hardware, refresh_calibration
+from neurips26.methods.solar.hardware import latest_calibration
 from neurips26.methods.solexecbench.backends import (
     LanguagePlan,
     cuda_flush_bytes,
@@ -38,7 +40,6 @@ from neurips26.methods.solexecbench.compile import build_cpp_extension
 from neurips26.methods.solexecbench.config import SolExecBenchConfig
 from neurips26.methods.solexecbench.core import (
     WorkloadScore,
-    below_speed_of_light,
     score_workload,
     sol_time_ms,
     summarise_problem,
@@ -175,6 +176,15 @@ def _libs() -> dict[str, str]:
 _SOL_CACHE: dict[tuple[str, ...], tuple[float | None, dict[str, Any]]] = {}
 
 
+def _latency(result: dict[str, Any]) -> float | None:
+    return result.get("performance", {}).get("latency_ms")
+
+
+def _below(time_ms: float | None, floor_ms: float | None) -> bool:
+    """True when a measured time lies below the floor (either missing: no evidence)."""
+    return time_ms is not None and floor_ms is not None and time_ms < floor_ms
+
+
 class SolExecBench:
     """The harness: one sandbox, one hardware spec, caches of ``T_SOL`` and ``T_b`` per workload."""
 
@@ -216,6 +226,7 @@ class SolExecBench:
             if self.on_cuda and name == "cpu-local":  # the GPU's datasheet spec, never the CPU's
                 name = gpu_hardware_name(self._device_name())
             self._hardware = load_hardware(name)
+        self._hardware = latest_calibration(self._hardware)  # re-calibrated by another harness meanwhile
         return self._hardware
 
     def _device_name(self) -> str:
@@ -417,6 +428,114 @@ class SolExecBench:
             )
         return tolerance, source
 
+    # -- the SOL floor --------------------------------------------------------------------------------
+    def _floor_ms(self, problem: Problem, workload: Workload) -> tuple[float | None, str]:
+        """``T_SOL (1 - tolerance)`` of ``workload`` on the current spec (None: no T_SOL), and its text."""
+        sol, _ = self.sol_ms(problem, workload)
+        if sol is None:
+            return None, "no T_SOL"
+        tolerance, source = self.sol_floor_tolerance()
+        text = f"T_SOL {sol:.4g} ms x (1 - {tolerance:.3g}) on {self.hardware.name}"
+        text += f" (floor tolerance: {source})"
+        return sol * (1.0 - tolerance), text
+
+    def refresh_hardware(self, reason: str) -> bool:
+        """Re-calibrate a measured spec (solar's :func:`refresh_calibration`: the better peaks of the old
+        and a fresh calibration); True when the spec changed. Datasheet specs never change."""
+        before = self.hardware
+        self._hardware = refresh_calibration(before, reason)
+        return self._hardware is not before
+
+    def judge_floor(
+        self,
+        problem: Problem,
+        solution: Solution,
+        results: list[dict[str, Any]],
+        baseline: dict[str, float | None],
+    ) -> dict[str, dict[str, Any]]:
+        """Apply the SOL floor to ``results`` (in place) and return each judged workload's ``floor`` record.
+
+        A time below the floor is evidence, never a verdict on its own (issue #50): the floor rests on
+        measured peaks, and a peak measured under load is too low. So:
+
+        1. an honest time below the floor (``T_b``: the reference or the designated baseline) is evidence
+           against the floor: the spec is re-calibrated (:meth:`refresh_hardware`), and where the honest
+           time still beats it the floor is void for that workload (recorded, no flag);
+        2. a solution below the floor is re-verified: run again with every timed output re-checked (the
+           ``recheck`` defence forced on, one more correctness round). A failure there is the verdict, with
+           its log. A re-verified PASS is an honest measurement below the floor: the spec is re-calibrated
+           and, if the time is still below, the workload PASSES with ``floor.flag`` set and a log note.
+        """
+        if not self.config.defence_on("sol_floor"):
+            return {}
+        passed = {r["uuid"]: r for r in results if r["status"] == "PASSED"}
+        workloads = {w.uuid: w for w in problem.workloads if w.uuid in passed}
+        floors: dict[str, dict[str, Any]] = {}
+        honest_below = [
+            uuid
+            for uuid, workload in workloads.items()
+            if _below(baseline.get(uuid), self._floor_ms(problem, workload)[0])
+        ]
+        if honest_below and self.refresh_hardware(
+            f"the reference (T_b) ran below the floor on {problem.name}"
+        ):
+            for uuid in honest_below:
+                floors[uuid] = {"recalibrated": self.hardware.calibration.get("reason")}
+        for uuid in honest_below:
+            floor, text = self._floor_ms(problem, workloads[uuid])
+            if _below(baseline.get(uuid), floor):
+                floors.setdefault(uuid, {})["void"] = (
+                    f"the reference ran in {baseline[uuid]:.4g} ms < {text}: evidence against the spec, "
+                    "not the solution"
+                )
+        suspects = {
+            uuid: self._floor_ms(problem, workload)
+            for uuid, workload in workloads.items()
+            if "void" not in floors.get(uuid, {})
+            and _below(_latency(passed[uuid]), self._floor_ms(problem, workload)[0])
+        }
+        if not suspects:
+            return floors
+        verified = {r["uuid"]: r for r in self._reverify(problem, solution)}
+        if any(verified.get(uuid, {}).get("status") == "PASSED" for uuid in suspects):
+            self.refresh_hardware(f"a re-verified solution ran below the floor on {problem.name}")
+        for uuid, (_, text) in suspects.items():
+            result, again = passed[uuid], verified.get(uuid, {"status": "RUNTIME_ERROR", "log": "no result"})
+            latency = _latency(result)
+            record = floors.setdefault(uuid, {})
+            record["reverified"] = again["status"]
+            first = f"below speed of light: {latency:.4g} ms < {text}"
+            if again["status"] != "PASSED":
+                result.update(
+                    status=again["status"],
+                    log=f"{first}; re-verified with every timed output checked: {again.get('log', '')}",
+                )
+                continue
+            floor, text = self._floor_ms(problem, workloads[uuid])
+            if _below(latency, floor):
+                record["flag"] = f"{latency:.4g} ms < {text}"
+                result["log"] = (
+                    f"flag: {first}; re-verified (every timed output checked) and the spec re-calibrated: "
+                    "PASSED, the time stands (a better algorithm than the reference's, or a floor still too "
+                    "high)"
+                )
+        return floors
+
+    def _reverify(self, problem: Problem, solution: Solution) -> list[dict[str, Any]]:
+        """Run ``solution`` again with the re-check forced onto every timed iteration."""
+        strict = dataclasses.replace(
+            self.config,
+            disabled_defences=",".join(d for d in self.config._disabled() if d != "recheck"),
+            recheck_k=self.config.min_reps,
+            max_reps=self.config.min_reps,  # so that every timed iteration is one of the re-checked ones
+            correctness_rounds=self.config.correctness_rounds + 1,
+        )
+        original, self.config = self.config, strict
+        try:
+            return self.run_driver(problem, solution)
+        finally:
+            self.config = original
+
     # -- evaluation -----------------------------------------------------------------------------------
     def _precheck(self, problem: Problem, solution: Solution) -> tuple[str, str] | None:
         if solution.definition != problem.name:
@@ -452,6 +571,7 @@ class SolExecBench:
             baseline = self.baseline_ms(problem)
         else:
             baseline = {}
+        floors = self.judge_floor(problem, solution, results, baseline)
         traces, scores = [], []
         floor_tolerance, floor_source = self.sol_floor_tolerance()
         environment = Environment(hardware=self.hardware.name, libs={**_libs(), **self._device_libs()})
@@ -466,18 +586,8 @@ class SolExecBench:
                     **sol_record,
                     "floor_tolerance": floor_tolerance,
                     "floor_tolerance_source": floor_source,
+                    **({"floor": floors[workload.uuid]} if workload.uuid in floors else {}),
                 }
-            if (
-                status == "PASSED"
-                and self.config.defence_on("sol_floor")
-                and sol is not None
-                and below_speed_of_light(latency, sol, floor_tolerance)
-            ):
-                status = "REWARD_HACK"
-                log = (
-                    f"below speed of light: {latency:.4g} ms < T_SOL {sol:.4g} ms x"
-                    f" (1 - {floor_tolerance:.3g}) on {self.hardware.name} (floor tolerance: {floor_source})"
-                )
             score = score_workload(workload.uuid, status, latency, baseline.get(workload.uuid), sol)
             scores.append(score)
             performance = None

@@ -58,10 +58,17 @@ class SandboxError(RuntimeError):
 class Sandbox:
     """A driver process that evaluates requests in fresh forked children.
 
-    Use as a context manager: ``with Sandbox(threads=1) as box: box.evaluate(request)``.
+    Use as a context manager: ``with Sandbox(threads=1) as box: box.evaluate(request)``. ``python`` is the
+    interpreter the driver runs under (default: this one's); it needs torch.
     """
 
-    def __init__(self, threads: int = 1, isolation: str = "fork", cuda_visible: str | None = None) -> None:
+    def __init__(
+        self,
+        threads: int = 1,
+        isolation: str = "fork",
+        cuda_visible: str | None = None,
+        python: str | None = None,
+    ) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; choose one of {ISOLATIONS}")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -69,6 +76,9 @@ class Sandbox:
         self.threads = threads
         self.isolation = isolation
         self.cuda_visible = cuda_visible
+        self.python = python or sys.executable  # the interpreter the driver runs under
+        if not os.access(self.python, os.X_OK):
+            raise ValueError(f"python={self.python!r} is not an executable interpreter")
         self.root = Path(tempfile.mkdtemp(prefix="solexecbench-"))
         # 0711: a child that dropped root (see the driver) can reach its own staging dir by path and the
         # built extensions, but cannot list the root (staging dirs have random names and are 0700)
@@ -95,7 +105,7 @@ class Sandbox:
         home = self.root / "home"
         home.mkdir(exist_ok=True)
         process = subprocess.Popen(
-            [sys.executable, "-I", str(self.driver_path)],
+            [self.python, "-I", str(self.driver_path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
