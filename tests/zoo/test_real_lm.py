@@ -336,3 +336,88 @@ def test_check_tokenizer_catches_the_transformers_gemma_failure_mode() -> None:
     split = gt.to_transformers_tokenizer(gt.build_sentencepiece_bpe(characters), characters)
     with pytest.raises(ValueError, match="splits plain English"):
         real_lm.check_tokenizer(split, len(split), add_bos=True)
+
+
+# ------------------------------------------------------------------------------------- the real models
+
+# Measured once (PYTHONPATH=src python -m neurips26 zoo fetch-real all; CPU, float32): Gemma 3 270M 8.38 and
+# Qwen2.5-Coder-0.5B 14.63 on SANITY_PARAGRAPH. The bounds leave room for other CPUs and torch builds; the
+# broken transformers 5.2 Gemma tokenizer gives ~47,000.
+PERPLEXITY_BOUND = {"gemma3-270m": 12.0, "qwen2.5-coder-0.5b": 20.0}
+# (prompt, greedy next token). Gemma 3 270M (base) puts " the" (0.15) and " a" (0.13) above " Berlin"
+# (0.09) after "The capital of Germany is" with the official tokenization, so it is asked "... the city of".
+GREEDY = {
+    "gemma3-270m": ("The capital of Germany is the city of", " Berlin"),
+    "qwen2.5-coder-0.5b": ("The capital of Germany is", " Berlin"),
+}
+
+
+def _converted_or_skip(name: str) -> None:
+    if not (real_lm.real_model_dir(name) / real_lm.MANIFEST).is_file():
+        pytest.skip(
+            f"needs the converted {name} in the user cache: {real_lm.INSTALL_COMMAND} && "
+            f"{real_lm.fetch_command(name)}"
+        )
+
+
+@pytest.fixture(scope="module", params=sorted(real_lm.REAL_MODELS))
+def real_model(request):
+    name = request.param
+    _converted_or_skip(name)
+    model, tokenizer = real_lm.load_real(name, verify=True)  # re-hashes every cached file
+    return name, model, tokenizer
+
+
+def test_real_model_comes_from_the_pinned_gguf(real_model) -> None:
+    name, model, _ = real_model
+    spec = real_lm.REAL_MODELS[name]
+    manifest = real_lm.verify_converted(real_lm.real_model_dir(name), spec)
+    assert manifest["gguf_sha256"] == spec.gguf_sha256
+    assert "model.safetensors" in manifest["files"]
+    assert type(model).__name__ == spec.architecture and not model.training
+
+
+def test_real_tokenizer_matches_the_official_one(real_model) -> None:
+    """Ids committed from the official tokenizer files (benchmarks/real_lm_tokenizer_reference.py)."""
+    name, _, tokenizer = real_model
+    cases = json.loads(REFERENCE_IDS.read_text(encoding="utf-8"))[name]["cases"]
+    assert len(cases) >= 10
+    for case in cases:
+        assert tokenizer(case["text"])["input_ids"] == case["ids"], case["text"][:60]
+
+
+def test_real_model_greedy_continuation(real_model) -> None:
+    import torch
+
+    name, model, tokenizer = real_model
+    prompt, expected = GREEDY[name]
+    ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        next_id = int(model(input_ids=ids).logits[0, -1].argmax())
+    assert tokenizer.decode([next_id]) == expected
+
+
+def test_real_model_perplexity_is_sane_and_word_order_matters(real_model) -> None:
+    name, model, tokenizer = real_model
+    perplexity = real_lm.text_perplexity(model, tokenizer, real_lm.SANITY_PARAGRAPH)
+    assert 2.0 < perplexity < PERPLEXITY_BOUND[name]
+    words = real_lm.SANITY_PARAGRAPH.split()
+    shuffled = " ".join(words[::2] + words[1::2])  # the same words, out of order
+    assert real_lm.text_perplexity(model, tokenizer, shuffled) > 4 * perplexity
+
+
+def test_zoo_readme_real_model_snippets(monkeypatch, tmp_path) -> None:
+    from neurips26.testing.snippets import readme_snippets, run_snippet
+
+    readme = Path(real_lm.__file__).parent / "README.md"
+    snippets = [s for s in readme_snippets(readme) if "real_lm" in s.code]
+    assert len(snippets) == 2, "the README shows the real-model table and load_real"
+    monkeypatch.chdir(tmp_path)
+    table, loading = snippets
+    assert table.skip_reason is None
+    namespace = run_snippet(table)
+    assert set(namespace["sizes"]) == set(real_lm.REAL_MODELS)
+    assert loading.skip_reason and "fetch-real" in loading.skip_reason
+    _converted_or_skip("gemma3-270m")
+    namespace = run_snippet(loading)
+    assert namespace["next_word"] == " Berlin"
