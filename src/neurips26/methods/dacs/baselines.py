@@ -13,14 +13,17 @@ checked between two independent loops.
 * ``pa_css`` / ``pa_both`` -- Pair-Align (Liu et al., ICML 2024): the edge-class-pair ratio from the
   confusion-corrected QP, ``gamma = (P_T(y_j|y_i) + delta) / (P_S(y_j|y_i) + delta)`` on source edges;
   ``pa_both`` adds the label weights ``beta`` in the source loss (re-implemented; ERM, no adversary).
-* ``a2gnn`` -- A2GNN's asymmetric propagation (Liu et al., AAAI 2024): the target propagates more
-  times than the source through the same layers, plus DANN on the final embeddings (re-implemented, our
-  reading: A2GNN's own alignment is an MMD-type loss; we use the shared adversary so only the propagation
-  differs).
+* ``a2gnn`` -- A2GNN (Liu et al., AAAI 2024), asymmetric propagation: the learned layers are applied
+  once in both domains, the first as a pure transformation, and the last layer's parameter-free
+  normalised-adjacency smoothing runs ``target_hops`` times on the target and ``source_hops`` (0) times on
+  the source; plus DANN on the final embeddings (re-implemented; the paper's main alignment loss is MMD,
+  the authors' code also has an adversarial variant, which is the one we use so that only the propagation
+  differs from DANN-GCN).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -28,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from neurips26.core.validation import check_int
 from neurips26.methods.dacs.config import DACSConfig
 from neurips26.methods.dacs.core import (
     conditional_ratio,
@@ -106,6 +110,44 @@ def pair_align_edge_weights(
     return gamma[source_y[source_edge_index[1]], source_y[source_edge_index[0]]], gamma
 
 
+def asymmetric_propagate(
+    model: DACS, h0: torch.Tensor, edge_index: torch.Tensor, hops: Sequence[int]
+) -> torch.Tensor:
+    """``h_L`` with ``hops[l]`` smoothing steps in layer ``l``: ``h_{l+1} = ReLU(Â^hops[l] (h_l W_l) + b_l)``.
+
+    A2GNN's propagation: each layer's learned transform ``W_l, b_l`` is applied **once**; only the
+    parameter-free smoothing ``Â = D^-1/2 (A + I) D^-1/2`` (GCN's, unit edge weights) is repeated, so
+    extra steps never feed a layer's output back into learned weights. ``hops = (1, ..., 1)`` is
+    :meth:`DACS.propagate` exactly; a layer with 0 steps is a pure transformation.
+    """
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    if len(hops) != model.num_layers:
+        raise ValueError(f"hops must give one step count per layer ({model.num_layers}), got {list(hops)}")
+    h = h0
+    for conv, steps in zip(model.convs, hops, strict=True):
+        h = nn.functional.dropout(h, model.dropout, model.training)
+        norm_index, norm_weight = gcn_norm(
+            edge_index, None, h.size(0), conv.improved, conv.add_self_loops, conv.flow, h.dtype
+        )
+        out = conv.lin(h)
+        for _ in range(steps):
+            out = conv.propagate(norm_index, x=out, edge_weight=norm_weight)
+        if conv.bias is not None:
+            out = out + conv.bias
+        h = torch.relu(out)
+    return h
+
+
+def a2gnn_hops(num_layers: int, last_layer_steps: int) -> tuple[int, ...]:
+    """A2GNN's schedule on our network: transformations only, then ``last_layer_steps`` in the last layer.
+
+    As in the authors' code, the layers before are pure transformations in both domains and only one
+    layer's step count differs between source and target.
+    """
+    return (0,) * (num_layers - 1) + (last_layer_steps,)
+
+
 class GDABaselineTrainer:
     """One of the re-implemented baselines, trained on the same network as DACS.
 
@@ -115,21 +157,36 @@ class GDABaselineTrainer:
     config: the shared :class:`DACSConfig` (width, depth, optimiser, epochs, warm-up, re-estimation
         period, ``lambda_final`` as the DANN weight, ``ratio_lambda``/``ratio_delta``/``label_lambda`` for
         Pair-Align); DACS-only fields are not read.
-    target_hops: A2GNN's number of propagation passes on the target (the source makes one).
+    target_hops: A2GNN's parameter-free propagation steps on the target (in the last GCN layer, whose
+        learned weights are applied once; see :func:`asymmetric_propagate` and :func:`a2gnn_hops`).
+    source_hops: A2GNN's steps on the source (0, as in the paper: no propagation on the source graph).
     """
 
-    def __init__(self, method: str, config: DACSConfig | None = None, target_hops: int = 3, **overrides: Any):
+    def __init__(
+        self,
+        method: str,
+        config: DACSConfig | None = None,
+        target_hops: int = 3,
+        source_hops: int = 0,
+        **overrides: Any,
+    ):
         if method not in BASELINES:
             raise ValueError(f"method={method!r} is not allowed; choose one of {list(BASELINES)}")
         if config is None:
             config = DACSConfig(**overrides)
         elif overrides:
             config = DACSConfig(**{**asdict(config), **overrides})
-        if isinstance(target_hops, bool) or not isinstance(target_hops, int) or target_hops < 1:
-            raise ValueError(f"target_hops must be an integer >= 1, got {target_hops!r}")
+        check_int("target_hops", target_hops, minimum=1)
+        check_int("source_hops", source_hops, minimum=0)
+        if source_hops > target_hops:
+            raise ValueError(
+                f"source_hops ({source_hops}) must not exceed target_hops ({target_hops}): "
+                "A2GNN propagates more on the target"
+            )
         self.method = method
         self.config = config
         self.target_hops = target_hops
+        self.source_hops = source_hops
         self.model_: DACS | None = None
         self.edge_weights_: torch.Tensor | None = None
         self.label_weights_: torch.Tensor | None = None
@@ -139,11 +196,16 @@ class GDABaselineTrainer:
         return self.method in ("dann_gcn", "strurw", "a2gnn") and self.config.lambda_final > 0
 
     def _propagate_target(self, model: DACS, h0: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        h = model.propagate(h0, edge_index)
-        if self.method == "a2gnn":  # asymmetric: the target passes through the layers again
-            for _ in range(self.target_hops - 1):
-                h = model.propagate(h, edge_index)
-        return h
+        if self.method == "a2gnn":  # asymmetric: more parameter-free propagation steps on the target
+            return asymmetric_propagate(model, h0, edge_index, a2gnn_hops(model.num_layers, self.target_hops))
+        return model.propagate(h0, edge_index)
+
+    def _propagate_source(
+        self, model: DACS, h0: torch.Tensor, edge_index: torch.Tensor, weights: list | None
+    ) -> torch.Tensor:
+        if self.method == "a2gnn":  # A2GNN never reweights edges, so weights is None here
+            return asymmetric_propagate(model, h0, edge_index, a2gnn_hops(model.num_layers, self.source_hops))
+        return model.propagate(h0, edge_index, weights)
 
     @torch.no_grad()
     def _reestimate(self, source: Any, target: Any) -> None:
@@ -202,7 +264,7 @@ class GDABaselineTrainer:
             alpha = dann_schedule(epoch / config.epochs, config.adversarial_gamma)
             weights = None if self.edge_weights_ is None else [self.edge_weights_] * model.num_layers
             h0_s = model.encode(source.x)
-            h_s = model.propagate(h0_s, source.edge_index, weights)
+            h_s = self._propagate_source(model, h0_s, source.edge_index, weights)
             logits = model.classifier(h_s)
             loss = nn.functional.cross_entropy(logits[mask], source.y[mask], weight=self.label_weights_)
             if self.adversarial:
@@ -220,15 +282,19 @@ class GDABaselineTrainer:
 
     @torch.no_grad()
     def predict_logits(self, data: Any, domain: str = "target") -> torch.Tensor:
-        """Logits ``(N, C)``; A2GNN propagates ``target_hops`` times when ``domain='target'``."""
+        """Logits ``(N, C)``; A2GNN propagates ``target_hops`` steps when ``domain='target'``, else
+        ``source_hops``."""
         if self.model_ is None:
             raise RuntimeError("call fit(source, target) before predict")
         check_graph("data", data)
         model = self.model_
         model.eval()
-        if self.method == "a2gnn" and domain == "target":
-            return model.classifier(self._propagate_target(model, model.encode(data.x), data.edge_index))
-        return model(data.x, data.edge_index)
+        if domain not in ("source", "target"):
+            raise ValueError(f"domain must be 'source' or 'target', got {domain!r}")
+        h0 = model.encode(data.x)
+        if domain == "target":
+            return model.classifier(self._propagate_target(model, h0, data.edge_index))
+        return model.classifier(self._propagate_source(model, h0, data.edge_index, None))
 
     def predict(self, data: Any, domain: str = "target") -> torch.Tensor:
         """Predicted class per node ``(N,)``."""

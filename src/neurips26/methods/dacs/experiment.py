@@ -57,7 +57,7 @@ class DACSExperimentConfig:
     target_val_fraction: float = param(0.1, "issue: a small labelled target validation split for selection")
     source_val_fraction: float = param(0.2, "ours: source validation split for the reported alternative")
     eval_every: int = param(10, "ours: checkpoints every 10 epochs for model selection")
-    target_hops: int = param(3, "ours: A2GNN's target propagates 3x the source's passes")
+    target_hops: int = param(3, "ours: A2GNN's parameter-free smoothing steps on the target (source: 0)")
     digits_feature_shift: float = param(0.5, "ours: intensity + blur that costs source-only ~15 points")
     digits_knn: int = param(8, "ours: kNN graphs with degree about 10 after symmetrising")
     pygda_root: str = param(
