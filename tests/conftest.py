@@ -9,8 +9,17 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 import torch
+from hypothesis import settings
 
 torch.set_num_threads(1)
+
+# Property tests draw the same examples on every machine and every run: derandomized (the examples follow
+# from each test's source) and without the local example database (.hypothesis/, which would replay one
+# machine's old failures). A test's own @settings (max_examples, deadline) still apply. To explore new
+# examples locally: NEURIPS26_HYPOTHESIS=explore python -m pytest ...
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("NEURIPS26_HYPOTHESIS", "fixed"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
