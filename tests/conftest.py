@@ -32,6 +32,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _hardware_calibrated_in_the_session(tmp_path_factory: pytest.TempPathFactory):
+    """solar's ``cpu-local`` spec is measured in this session, never read from a calibration an earlier
+    run left in ~/.cache (another load, another version) nor written there: a bound that a test compares
+    with a time measured now must come from the machine as it is now."""
+    previous = os.environ.get("NEURIPS26_SOLAR_HW")
+    os.environ["NEURIPS26_SOLAR_HW"] = str(tmp_path_factory.mktemp("solar-hardware"))
+    yield
+    if previous is None:
+        os.environ.pop("NEURIPS26_SOLAR_HW", None)
+    else:
+        os.environ["NEURIPS26_SOLAR_HW"] = previous
+
+
 @pytest.fixture(autouse=True)
 def _fixed_seed() -> None:
     torch.manual_seed(0)

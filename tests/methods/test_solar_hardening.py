@@ -35,6 +35,16 @@ def test_calibrate_keeps_the_maximum_and_records_trials_noise_and_load():
     assert spec.noise == max(record["spread"]["fp32_flops"], record["spread"]["bandwidth_Bps"]) >= 0
 
 
+def test_tests_never_use_a_calibration_from_the_users_home(tmp_path_factory):
+    """tests/conftest.py points solar's user hardware folder into this session's temporary folder."""
+    from pathlib import Path
+
+    from neurips26.methods.solar.hardware import user_hardware_dir
+
+    assert user_hardware_dir().is_relative_to(tmp_path_factory.getbasetemp())
+    assert not user_hardware_dir().is_relative_to(Path.home() / ".cache")
+
+
 def test_calibration_survives_yaml_and_datasheet_specs_have_no_noise(tmp_path):
     spec = calibrate(trials=2, factor=2.0, **SMALL)
     loaded = load_hardware(save_hardware(spec, tmp_path / "cpu-local.yaml"))
