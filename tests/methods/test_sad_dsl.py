@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from neurips26.methods.sad import dsl
 from neurips26.methods.sad.executor import CANDIDATES, execute, make_states, redundant
 from neurips26.methods.sad.sampler import (
+    check_exedec_records,
     make_split,
     sample_task,
     sample_tasks,
@@ -21,7 +22,16 @@ from neurips26.methods.sad.sampler import (
     task_from_exedec,
 )
 
-EXEDEC = Path(__file__).resolve().parents[3] / "shared" / "data" / "exedec" / "deepcoder"
+# the first 20 records of each of ExeDec's six DeepCoder test files, shipped with the tests (CC-BY 4.0)
+EXEDEC_SAMPLE = Path(__file__).parent / "data" / "exedec_deepcoder"
+EXEDEC_SPLITS = (
+    "NONE",
+    "LENGTH_GENERALIZATION",
+    "COMPOSE_DIFFERENT_CONCEPTS",
+    "SWITCH_CONCEPT_ORDER",
+    "COMPOSE_NEW_OP",
+    "ADD_OP_FUNCTIONALITY",
+)
 
 
 def run1(rhs: str, *values):
@@ -115,18 +125,20 @@ def test_programs_we_checked_by_hand(text, inputs, outputs):
     assert [dsl.program_output(program, list(i)) for i in inputs] == outputs
 
 
-@pytest.mark.parametrize("split", ["NONE", "LENGTH_GENERALIZATION", "COMPOSE_NEW_OP", "SWITCH_CONCEPT_ORDER"])
+@pytest.mark.parametrize("split", EXEDEC_SPLITS)
 def test_exedec_programs_reexecute(split):
-    path = EXEDEC / f"{split}.jsonl"
-    if not path.exists():
-        pytest.skip(f"ExeDec data not present at {path}")
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert len(records) == 1000
-    for record in records:
-        task = task_from_exedec(record)
-        assert dsl.format_program(task.program) == record["program"]
-        for ins, out in zip(task.inputs, task.outputs, strict=True):
-            assert dsl.program_output(task.program, list(ins)) == out
+    records = [json.loads(line) for line in (EXEDEC_SAMPLE / f"{split}.jsonl").read_text().splitlines()]
+    assert check_exedec_records(records) == len(records) == 20
+
+
+def test_a_record_that_does_not_reexecute_is_named():
+    record = json.loads((EXEDEC_SAMPLE / "NONE.jsonl").read_text().splitlines()[3])
+    wrong_output = {**record, "outputs": ["[ 49 ]", *record["outputs"][1:]]}
+    with pytest.raises(ValueError, match=r"record 1 \(index 3\): inputs .* the record says"):
+        check_exedec_records([record, wrong_output])
+    reprinted = {**record, "program": record["program"].replace(" | ", " |  ", 1)}
+    with pytest.raises(ValueError, match="prints back as"):
+        check_exedec_records([reprinted])
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 import torch
 
+from neurips26.methods.sad import dsl
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.checkpoints import SIZES, WEIGHTS_DIR, load_bundle, model_from, reusable
 from neurips26.methods.sad.executor import CANDIDATES
@@ -85,15 +87,70 @@ def test_search_modes_and_enumerative_budget(bundle):
 
 @needs_bundle
 def test_run_returns_finite_metrics_for_every_system():
-    config = SADExperimentConfig(num_tasks=3, exedec=False)
+    config = SADExperimentConfig(num_tasks=3)
     for name in SYSTEMS:
         system = EXPERIMENT.systems[name](config)
         metrics = run(system, config, EXPERIMENT.profiles["smoke"], 0, None)
+        assert metrics.pop("details")["exedec"].startswith("n/a: exedec_dir is empty"), name
         assert {"task_acc_id", "task_acc_len"} <= set(metrics), name
         assert all(np.isfinite(v) for v in metrics.values()), (name, metrics)
         if SYSTEMS[name].mode == "decompose":
             assert {"gt_mismatch_len", "gt_in_beam_len", "synth_acc_len", "beyond_oracle_len"} <= set(metrics)
             assert metrics["gt_in_beam_id"] >= 1 - metrics["gt_mismatch_id"] - 1e-9  # beam holds the greedy
+
+
+def _exedec_record(task) -> dict:
+    """One of our tasks written as an ExeDec JSONL record (inputs, outputs, program text)."""
+    names = task.program.inputs
+    return {
+        "inputs": [
+            " | ".join(f"{n} = {dsl.format_value(v)}" for n, v in zip(names, ins, strict=True))
+            for ins in task.inputs
+        ],
+        "outputs": [dsl.format_value(o) for o in task.outputs],
+        "program": dsl.format_program(task.program),
+    }
+
+
+@needs_bundle
+def test_exedec_splits_run_from_the_configured_folder_or_say_why_not(tmp_path, monkeypatch):
+    """The ExeDec folder is a config field (in the hash); an empty, missing or altered folder makes those
+    splits n/a with the reason in the cell's details, and the files named by the sha256 are evaluated."""
+    import hashlib
+
+    from neurips26.core.config import config_hash
+    from neurips26.methods.sad import experiment
+
+    assert config_hash(SADExperimentConfig()) != config_hash(SADExperimentConfig(exedec_dir=str(tmp_path)))
+    system = EXPERIMENT.systems["sad"](SADExperimentConfig())
+    profile = EXPERIMENT.profiles["smoke"]
+
+    def details_and_splits(folder: str) -> tuple[str, set[str]]:
+        metrics = run(system, SADExperimentConfig(num_tasks=2, exedec_dir=folder), profile, 0, None)
+        return metrics.pop("details")["exedec"], {k for k in metrics if k.startswith("task_acc_")}
+
+    note, splits = details_and_splits(str(tmp_path))
+    assert (
+        note == f"n/a: ExeDec files not found at {tmp_path} (missing NONE.jsonl, LENGTH_GENERALIZATION.jsonl)"
+    )
+    assert splits == {"task_acc_id", "task_acc_len"}
+    rng = np.random.default_rng(0)
+    for name, lengths in (("NONE", (1, 2)), ("LENGTH_GENERALIZATION", (3,))):
+        lines = [json.dumps(_exedec_record(t)) for t in sample_tasks(rng, 4, lengths)]
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    note, splits = details_and_splits(str(tmp_path))
+    assert note.startswith(f"n/a: {tmp_path / 'NONE.jsonl'} is not ExeDec's published file (sha256 ")
+    assert "task_acc_exedec_id" not in splits
+    digests = {
+        n: hashlib.sha256((tmp_path / f"{n}.jsonl").read_bytes()).hexdigest()
+        for n in experiment.EXEDEC_SHA256
+    }
+    monkeypatch.setattr(experiment, "EXEDEC_SHA256", digests)  # our stand-in files play the published ones
+    note, splits = details_and_splits(str(tmp_path))
+    assert note == f"evaluated: 2 tasks per seed from each of NONE, LENGTH_GENERALIZATION at {tmp_path}"
+    assert splits == {"task_acc_id", "task_acc_len", "task_acc_exedec_id", "task_acc_exedec_len"}
+    with pytest.raises(TypeError, match="exedec_dir"):
+        SADExperimentConfig(exedec_dir=None)
 
 
 @needs_bundle
@@ -190,3 +247,7 @@ def test_accuracy_analysis_reads_every_system_and_split(tmp_path):
     assert oracle[4].strip() == "—" and "ExeDec" not in analysis.markdown  # split absent from the cells
     analysis.figure(tmp_path / "accuracy.png")
     assert (tmp_path / "accuracy.png").stat().st_size > 1000
+    why = "n/a: ExeDec files not found at /nowhere (missing NONE.jsonl)"
+    result["cells"][0]["details"] = {"exedec": why}
+    markdown = accuracy_analysis(result).markdown
+    assert f"ExeDec's test sets: {why}." in markdown and "ExeDec NONE" not in markdown  # said, no column

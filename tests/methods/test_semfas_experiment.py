@@ -51,32 +51,39 @@ def _toy(n: int, seed: int, shift: float = 0.0):
     return features, labels
 
 
-@pytest.mark.parametrize("use_coverage", [True, False])
-def test_trained_coverage_mismatch_flags_out_of_regime_inputs(use_coverage: bool) -> None:
-    """Idea-off: with the coverage element, inputs far from the training data get a higher
-    Tr(rho E_perp) than in-regime ones; without it the score is identically zero."""
-    torch.manual_seed(0)
+def _trained_coverage_mass(seed: int, use_coverage: bool, coverage_weight: float) -> tuple[float, float]:
+    """In-regime mean coverage mismatch and accuracy of a small SEM-FAS trained on the toy task."""
+    torch.manual_seed(seed)
     model = SEMFAS(
         make_encoders(dict.fromkeys(("rgb", "depth", "ir"), 6), 16, 0.0),
         dim=16,
         heads=2,
         povm_rank=4,
         use_coverage=use_coverage,
-        coverage_weight=0.5,
+        coverage_weight=coverage_weight,
     )
-    features, labels = _toy(400, 0)
-    fit(model, features, labels, TrainSettings(epochs=30, batch_size=100, lr=0.02, modality_dropout=0.2))
+    fit(model, *_toy(400, 0), TrainSettings(epochs=15, batch_size=100, lr=0.02, modality_dropout=0.2))
+    features, labels = _toy(200, 1)
     with torch.no_grad():
-        inside = model(_toy(200, 1)[0]).coverage_mismatch.mean()
-        outside = model(
-            {m: torch.randn(200, 6) * 4 - 6 for m in ("rgb", "depth", "ir")}
-        ).coverage_mismatch.mean()
-        accuracy = (model(_toy(200, 1)[0]).probs.argmax(1) == _toy(200, 1)[1]).float().mean()
-    assert accuracy > 0.9
-    if use_coverage:
-        assert outside > 1.5 * inside and outside > inside + 0.01
-    else:
-        assert outside.abs() < 1e-5 and inside.abs() < 1e-5
+        output = model(features)
+    return float(output.coverage_mismatch.mean()), float((output.probs.argmax(1) == labels).float().mean())
+
+
+@pytest.mark.parametrize("use_coverage", [True, False])
+def test_coverage_regulariser_pulls_in_regime_states_into_the_measured_subspace(use_coverage: bool) -> None:
+    """Idea-off: trained with the coverage-mass term, in-regime inputs leave at most a quarter of the
+    coverage mass the same model leaves without it (measured 0.04-0.12 over seeds 0-5, so a 2x margin),
+    at every one of three seeds; without the coverage element the score is identically zero and the
+    ratio cannot hold. (The coverage mismatch does NOT reliably flag out-of-regime inputs: README,
+    "coverage element"; benchmarks/semfas_coverage_probe.py.)"""
+    for seed in range(3 if use_coverage else 1):  # off, the score is zero by construction: one seed shows it
+        regularised, accuracy = _trained_coverage_mass(seed, use_coverage, coverage_weight=0.5)
+        plain, _ = _trained_coverage_mass(seed, use_coverage, coverage_weight=0.0)
+        assert accuracy > 0.9, seed
+        if use_coverage:
+            assert plain > 0.05 and regularised < 0.25 * plain, (seed, regularised, plain)
+        else:
+            assert abs(regularised) < 1e-6 and abs(plain) < 1e-6, seed
 
 
 def test_every_system_runs_on_a_tiny_config() -> None:

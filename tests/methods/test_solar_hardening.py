@@ -53,6 +53,17 @@ def test_calibration_trials_are_spread_over_time_and_judged_for_load():
         calibrate(trials=1, spacing_s=-1.0)
 
 
+def test_tests_never_use_a_calibration_from_the_users_home():
+    """tests/conftest.py points solar's user hardware folder into a temporary folder of this process."""
+    import tempfile
+    from pathlib import Path
+
+    from neurips26.methods.solar.hardware import user_hardware_dir
+
+    assert user_hardware_dir().is_relative_to(tempfile.gettempdir())
+    assert not user_hardware_dir().is_relative_to(Path.home() / ".cache")
+
+
 def test_calibration_survives_yaml_and_datasheet_specs_have_no_noise(tmp_path):
     spec = calibrate(trials=2, factor=2.0, **SMALL)
     loaded = load_hardware(save_hardware(spec, tmp_path / "cpu-local.yaml"))

@@ -21,6 +21,7 @@ from neurips26.methods.sad.executor import CANDIDATES, execute, make_states
 from neurips26.methods.sad.models import Decomposer, SolverScorer, SynthContext, Synthesizer
 from neurips26.methods.sad.sampler import (
     Task,
+    check_exedec_records,
     make_split,
     sample_task,
     sample_tasks,
@@ -65,6 +66,7 @@ __all__ = [
     "SynthContext",
     "Synthesizer",
     "Task",
+    "check_exedec_records",
     "encode_records",
     "enumerative_search",
     "execute",

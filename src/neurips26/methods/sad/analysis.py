@@ -69,11 +69,21 @@ def accuracy_table(result: Mapping[str, Any]) -> str:
         label = f"**{name}**" if name == result["run_info"]["ours"] else name
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     seeds = max((len(v) for v in values.values()), default=0)
+    notes = exedec_notes(result)
+    exedec = f"\n\nExeDec's test sets: {'; '.join(notes)}." if notes else ""
     return (
         f"Mean [95 % Student-t interval, clipped to [0, 1]] over {seeds} seed(s) (each seed a fresh test "
         "set); GT-subgoal match = 1 − `gt_mismatch`; — = not applicable (no decomposer, or split absent)."
-        "\n\n" + "\n".join(lines)
+        + exedec
+        + "\n\n"
+        + "\n".join(lines)
     )
+
+
+def exedec_notes(result: Mapping[str, Any]) -> list[str]:
+    """The distinct lines the cells stored about ExeDec's splits (evaluated, or why they are n/a)."""
+    notes = ((cell.get("details") or {}).get("exedec") for cell in result.get("cells", ()))
+    return sorted({note for note in notes if note})
 
 
 def accuracy_figure(result: Mapping[str, Any], path: str | Path) -> Path:
@@ -88,16 +98,17 @@ def accuracy_figure(result: Mapping[str, Any], path: str | Path) -> Path:
 
     values = seed_values(result)
     systems = list(result["systems"])
+    splits = [s for s in SPLITS if any((name, f"task_acc_{s[0]}") in values for name in systems)]
     fig, (bars, paradox) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [2.2, 1]})
-    width = 0.8 / len(SPLITS)
-    for i, (key, label) in enumerate(SPLITS):
+    width = 0.8 / max(len(splits), 1)
+    for i, (key, label) in enumerate(splits):
         stats = [
             mean_interval(values[(s, f"task_acc_{key}")]) if (s, f"task_acc_{key}") in values else (0, 0, 0)
             for s in systems
         ]
         means = np.array([m for m, _, _ in stats])
         errors = np.array([[m - lo for m, lo, _ in stats], [hi - m for m, _, hi in stats]])
-        x = np.arange(len(systems)) + (i - (len(SPLITS) - 1) / 2) * width
+        x = np.arange(len(systems)) + (i - (len(splits) - 1) / 2) * width
         bars.bar(x, means, width, yerr=errors, capsize=2, label=label)
     bars.set_xticks(np.arange(len(systems)), systems, rotation=25, ha="right")
     bars.set_ylabel("task accuracy")

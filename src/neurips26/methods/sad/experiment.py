@@ -6,14 +6,16 @@ one SL-pretrained decomposer, and from it three fine-tunes with equal steps (SL 
 without ``L_sup``). ``--set retrain=true`` redoes the fine-tunes per seed with ``method.*``.
 
 Test data per seed: fresh tasks from our sampler (in-distribution: lengths 1-4; length generalisation:
-length 5), deduplicated against the training tasks by I/O signature, and, when
-``shared/data/exedec/deepcoder`` is present, a seed-chosen subset of ExeDec's ``NONE`` and
-``LENGTH_GENERALIZATION`` test sets (Shi et al., ICLR 2024; CC-BY 4.0).
+length 5), deduplicated against the training tasks by I/O signature, and, when ``exedec_dir`` names a
+folder holding ExeDec's DeepCoder ``NONE`` and ``LENGTH_GENERALIZATION`` test files (Shi et al., ICLR
+2024; CC-BY 4.0; not shipped with the package), a seed-chosen subset of each. Every cell says in its
+details whether those splits were evaluated, and why not (``n/a: ...``).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -36,9 +38,14 @@ from neurips26.methods.sad.sampler import Task, sample_tasks, step_records, task
 from neurips26.methods.sad.search import enumerative_search, synthesize
 from neurips26.methods.sad.training import StepTensors, encode_records, train_sad, train_supervised
 
-EXEDEC_DIR = Path(__file__).resolve().parents[5] / "shared" / "data" / "exedec" / "deepcoder"
 SPLITS = {"id": (1, 2, 3, 4), "len": (5,)}
 EXEDEC_SPLITS = {"exedec_id": "NONE", "exedec_len": "LENGTH_GENERALIZATION"}
+# sha256 of google-deepmind/exedec data/test_data/deepcoder/<split>.jsonl: the ExeDec metrics are those of
+# these exact files (the config holds only their folder)
+EXEDEC_SHA256 = {
+    "NONE": "285a425c3a63bde4c860631a3cebff642ff57e06c012a29b08daaa676441366a",
+    "LENGTH_GENERALIZATION": "5230506b594069f48d52658fb78647e0d79e1178d3c01ab7aefdd135791f0c77",
+}
 
 
 @dataclass
@@ -48,7 +55,11 @@ class SADExperimentConfig:
     method: SADConfig = nested(SADConfig, "the SAD objective's defaults (config.py); used when retrain=true")
     bundle: str = param("default", "ours: the committed checkpoint bundle (weights/sad_<bundle>.pt)")
     num_tasks: int = param(30, "ours: tasks per split per seed that fit the ~4-minute default on 2 cores")
-    exedec: bool = param(True, "issue: also report on ExeDec's public test sets when present")
+    exedec_dir: str = param(
+        "",
+        "issue: a folder with ExeDec's deepcoder NONE.jsonl and LENGTH_GENERALIZATION.jsonl (not shipped: "
+        "CC-BY 4.0 data of google-deepmind/exedec, data/test_data/deepcoder); empty: those splits are n/a",
+    )
     state_beam: int = param(2, "ours: beam over program states (paper: 10; CPU budget)")
     subgoal_beam: int = param(2, "ours: decomposer beam per state (paper: 10; CPU budget)")
     statement_beam: int = param(3, "ours: synthesizer beam per subgoal")
@@ -62,6 +73,8 @@ class SADExperimentConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.enumerative_factor <= 0:
             raise ValueError(f"enumerative_factor must be > 0, got {self.enumerative_factor}")
+        if not isinstance(self.exedec_dir, str):
+            raise TypeError(f"exedec_dir must be a folder path as a string, got {self.exedec_dir!r}")
 
 
 @dataclass(frozen=True)
@@ -85,8 +98,39 @@ def _model(bundle: str, key: str) -> torch.nn.Module:
     return model_from(_bundle(bundle), key)
 
 
+def exedec_unavailable(exedec_dir: str) -> str | None:
+    """Why ExeDec's splits are not evaluated (an ``n/a: ...`` line), or None when both files are there
+    and are the published ones (sha256)."""
+    if not exedec_dir:
+        return (
+            "n/a: exedec_dir is empty (ExeDec's test files are not part of the repository; "
+            "--set exedec_dir=FOLDER evaluates them)"
+        )
+    folder = Path(exedec_dir).expanduser()
+    missing = [f"{name}.jsonl" for name in EXEDEC_SHA256 if not (folder / f"{name}.jsonl").is_file()]
+    if missing:
+        return f"n/a: ExeDec files not found at {folder} (missing {', '.join(missing)})"
+    for name, expected in EXEDEC_SHA256.items():
+        digest = hashlib.sha256((folder / f"{name}.jsonl").read_bytes()).hexdigest()
+        if digest != expected:
+            return (
+                f"n/a: {folder / f'{name}.jsonl'} is not ExeDec's published file "
+                f"(sha256 {digest[:12]}..., expected {expected[:12]}...)"
+            )
+    return None
+
+
+def _exedec_note(config: SADExperimentConfig) -> str:
+    """The line every cell stores about ExeDec's splits (its ``details``)."""
+    reason = exedec_unavailable(config.exedec_dir)
+    if reason is not None:
+        return reason
+    folder = Path(config.exedec_dir).expanduser()
+    return f"evaluated: {config.num_tasks} tasks per seed from each of {', '.join(EXEDEC_SHA256)} at {folder}"
+
+
 @lru_cache(maxsize=8)
-def _test_tasks(split: str, seed: int, num_tasks: int, bundle: str) -> tuple[Task, ...]:
+def _test_tasks(split: str, seed: int, num_tasks: int, bundle: str, exedec_dir: str) -> tuple[Task, ...]:
     if split in SPLITS:
         exclude = set(_bundle(bundle)["train_hashes"].tolist())
         rng = np.random.default_rng(10_000 + seed)
@@ -96,14 +140,14 @@ def _test_tasks(split: str, seed: int, num_tasks: int, bundle: str) -> tuple[Tas
                 if signature_hash(t.signature()) not in exclude:
                     tasks.append(t)
         return tuple(tasks)
-    path = EXEDEC_DIR / f"{EXEDEC_SPLITS[split]}.jsonl"
+    path = Path(exedec_dir).expanduser() / f"{EXEDEC_SPLITS[split]}.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     chosen = np.random.default_rng(20_000 + seed).choice(len(records), num_tasks, replace=False)
     return tuple(task_from_exedec(records[i]) for i in sorted(chosen))
 
 
 def _splits(config: SADExperimentConfig) -> list[str]:
-    present = config.exedec and all((EXEDEC_DIR / f"{f}.jsonl").exists() for f in EXEDEC_SPLITS.values())
+    present = exedec_unavailable(config.exedec_dir) is None
     return list(SPLITS) + (list(EXEDEC_SPLITS) if present else [])
 
 
@@ -183,7 +227,7 @@ def run(
     metrics: dict[str, Any] = {}
     start = time.perf_counter()
     for split in _splits(config):
-        tasks = _test_tasks(split, seed, config.num_tasks, config.bundle)
+        tasks = _test_tasks(split, seed, config.num_tasks, config.bundle, config.exedec_dir)
         if system.mode == "enumerative":
             budget = _neural_budget(split, seed, config)
             result = enumerative_search(list(tasks), budget, seed=seed)
@@ -209,6 +253,7 @@ def run(
             oracle = _oracle_solved(split, seed, config)
             metrics[f"beyond_oracle_{split}"] = float((result.solved & ~oracle).mean())
     metrics["search_seconds"] = time.perf_counter() - start
+    metrics["details"] = {"exedec": _exedec_note(config)}
     return metrics
 
 
@@ -219,21 +264,21 @@ def _bundle_seed(config: SADExperimentConfig, seed: int) -> int:
 
 @lru_cache(maxsize=32)
 def _oracle_solved_cached(
-    split: str, seed: int, num_tasks: int, bundle: str, beams: tuple[int, int, int]
+    split: str, seed: int, num_tasks: int, bundle: str, exedec_dir: str, beams: tuple[int, int, int]
 ) -> np.ndarray:
-    tasks = _test_tasks(split, seed, num_tasks, bundle)
+    tasks = _test_tasks(split, seed, num_tasks, bundle, exedec_dir)
     return synthesize(list(tasks), _model(bundle, "synthesizer"), None, "oracle", *beams).solved
 
 
 def _oracle_solved(split: str, seed: int, config: SADExperimentConfig) -> np.ndarray:
     beams = (config.state_beam, config.subgoal_beam, config.statement_beam)
-    return _oracle_solved_cached(split, seed, config.num_tasks, config.bundle, beams)
+    return _oracle_solved_cached(split, seed, config.num_tasks, config.bundle, config.exedec_dir, beams)
 
 
 def _neural_budget(split: str, seed: int, config: SADExperimentConfig) -> int:
     """Worst-case statement executions per task of the neural search (state x subgoal x statement beams
     per round, length + 1 rounds), times ``enumerative_factor``."""
-    tasks = _test_tasks(split, seed, config.num_tasks, config.bundle)
+    tasks = _test_tasks(split, seed, config.num_tasks, config.bundle, config.exedec_dir)
     rounds = max(len(t.program) for t in tasks) + 1
     return int(
         config.enumerative_factor * rounds * config.state_beam * config.subgoal_beam * config.statement_beam
@@ -351,7 +396,7 @@ EXPERIMENT = Experiment(
             "smoke",
             budget_s=45,
             seeds=1,
-            overrides={"num_tasks": 6, "exedec": False},
+            overrides={"num_tasks": 6},
             systems=("sad", "sl_decomposer", "gt_oracle", "enumerative"),
         ),
         "default": Profile("default", budget_s=270, seeds=5),  # 244 s measured (one worker, other core busy)

@@ -16,6 +16,7 @@ in the training tasks are removed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +82,22 @@ def task_from_exedec(record: dict) -> Task:
         inputs.append(tuple(state[v] for v in program.inputs))
     outputs = tuple(dsl.parse_value(o) for o in record["outputs"])
     return Task(program, tuple(inputs), outputs)
+
+
+def check_exedec_records(records: Sequence[dict]) -> int:
+    """Check ExeDec records against our DSL: each program prints back to its own text and re-executes to
+    the stored outputs. Returns how many were checked; raises ``ValueError`` naming the first record (by
+    position and ``index``) that does not."""
+    for position, record in enumerate(records):
+        task = task_from_exedec(record)
+        where = f"record {position} (index {record.get('index')!r})"
+        if dsl.format_program(task.program) != record["program"]:
+            raise ValueError(f"{where}: prints back as {dsl.format_program(task.program)!r}")
+        for inputs, output in zip(task.inputs, task.outputs, strict=True):
+            got = dsl.program_output(task.program, list(inputs))
+            if got != output:
+                raise ValueError(f"{where}: inputs {inputs} give {got}, the record says {output}")
+    return len(records)
 
 
 def sample_inputs(rng: np.random.Generator, num_examples: int = 3) -> tuple[list[str], list[list[dsl.Value]]]:

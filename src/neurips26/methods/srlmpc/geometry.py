@@ -32,6 +32,10 @@ SHAPE_KINDS = ("polygon", "rectangle", "ellipse", "disc")
 _ANGLE_GRID = 32  # coarse angle search for pairs with an anisotropic ellipse (then golden-section)
 _GOLDEN_ITERS = 16
 _ANGLE_BRACKETS = 3  # grid maxima refined: s(n) has several local maxima when shapes overlap
+_GOLDEN_RATIO = (np.sqrt(5.0) - 1.0) / 2.0
+# How far (radians) the refined angle can lie from a smooth maximum of s(n) inside its bracket: the bracket
+# starts 2 grid steps wide and each golden-section iteration keeps a fraction _GOLDEN_RATIO of it.
+ANGLE_SEARCH_RESOLUTION = (2 * np.pi / _ANGLE_GRID) * _GOLDEN_RATIO**_GOLDEN_ITERS
 
 
 @dataclass(frozen=True)
@@ -353,7 +357,9 @@ def _angle_search(
     """max over the unit circle by a coarse grid then golden-section search in the best brackets.
 
     s(n) is not unimodal for overlapping shapes (a polygon over an ellipse has several local maxima), so
-    the ``_ANGLE_BRACKETS`` best grid angles are each refined and the best refinement is kept.
+    the ``_ANGLE_BRACKETS`` best grid angles are each refined, every polygon edge normal (where s(n) has a
+    kink) is evaluated exactly, and the best of them is kept. At a smooth maximum the result falls short
+    of s* by at most ``|s''| * ANGLE_SEARCH_RESOLUTION**2 / 2`` (see :func:`angle_search_tolerance`).
     """
     grid = np.linspace(-np.pi, np.pi, _ANGLE_GRID, endpoint=False)
     normals = np.broadcast_to(np.stack([np.cos(grid), np.sin(grid)], axis=1), (len(i), _ANGLE_GRID, 2))
@@ -364,7 +370,7 @@ def _angle_search(
     delta_k, i_k, j_k = np.repeat(delta, k, axis=0), np.repeat(i, k), np.repeat(j, k)
     lo = grid[best.ravel()] - step
     hi = lo + 2 * step
-    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    ratio = _GOLDEN_RATIO
 
     def evaluate(theta: np.ndarray) -> np.ndarray:
         n = np.empty((len(theta), 1, 2))
@@ -384,10 +390,46 @@ def _angle_search(
         fa, fb = np.where(left, f_new, fb), np.where(left, fa, f_new)
     theta = ((lo + hi) / 2).reshape(-1, k)
     refined = evaluate(theta.ravel()).reshape(-1, k)
-    winner = refined.argmax(axis=1)
+    # The polygon parts make s(n) peak with a kink at their edge normals (n_e of P_i, -n_f of P_j): the
+    # coarse grid can miss such a narrow peak and golden-section only approaches it linearly, so each is
+    # evaluated exactly (padding and curved shapes hold placeholder normals: any unit normal is a lower
+    # bound of s*, so an extra candidate can only bring the maximum closer).
+    kinks = np.concatenate([batch.normals[i], -batch.normals[j]], axis=1)  # (P, Vi + Vj, 2)
+    at_kinks = separation_along(delta, batch, i, j, kinks)
+    candidates = np.concatenate([refined, at_kinks], axis=1)
+    normals = np.concatenate([np.stack([np.cos(theta), np.sin(theta)], axis=2), kinks], axis=1)
+    winner = candidates.argmax(axis=1)
     rows = np.arange(len(winner))
-    theta = theta[rows, winner]
-    return refined[rows, winner], np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    return candidates[rows, winner], normals[rows, winner]
+
+
+def angle_search_tolerance(offset: float, shapes: list[ConvexShape] | tuple[ConvexShape, ...]) -> float:
+    """How far below the true s* the angle search may report it, for two of ``shapes`` ``offset`` apart.
+
+    With s(theta) = n.d - h_i(n) - h_j(-n) and h + h'' = rho (the radius of curvature, >= 0),
+    |s''| <= |d| + sum over both bodies of (h_max + rho_max); the golden-section error at a smooth maximum
+    is at most |s''| * ANGLE_SEARCH_RESOLUTION**2 / 2, and rounding adds a few ulps of that scale. Kinks
+    (polygon edge normals) are evaluated exactly. ``shapes`` bounds both bodies: the largest
+    circumradius and curvature radius (a^2 / b for an ellipse with semi-axes a >= b) among them are used.
+    """
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, got {offset}")
+    if len(shapes) == 0:
+        raise ValueError("shapes must hold at least one shape")
+    reach = max(shape.circumradius() for shape in shapes)
+    curvature = max(_max_curvature_radius(shape) for shape in shapes)
+    bound = offset + 2 * (reach + curvature)
+    return 0.5 * bound * ANGLE_SEARCH_RESOLUTION**2 + 64 * np.finfo(float).eps * bound
+
+
+def _max_curvature_radius(shape: ConvexShape) -> float:
+    """The largest radius of curvature of the ellipse part, a^2 / b (0 for a polygon or point)."""
+    semi_axes2 = np.linalg.eigvalsh(shape.ellipse).clip(min=0.0)  # b^2 <= a^2
+    if semi_axes2[1] == 0.0:
+        return 0.0
+    if semi_axes2[0] == 0.0:
+        return np.inf  # a segment: its support function has a kink, not a curvature
+    return float(semi_axes2[1] / np.sqrt(semi_axes2[0]))
 
 
 @dataclass(frozen=True)
