@@ -15,12 +15,10 @@ NOT_YET_MOVED = {
     "sast",
     "scalebits",
     "semanticdialect",
-    "semfas",
     "snapmla",
     "solar",
     "solexecbench",
     "spcacw",
-    "spectralkv",
     "sprepe",
     "styleroute",
 }

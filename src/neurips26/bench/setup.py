@@ -184,6 +184,12 @@ def _stage_key(stage: Setup, config: Any, profile: Profile, seed: int) -> Hashab
 WORKER_STORE = SetupStore()
 
 
+def build_context(experiment: Experiment, config: Any, profile: Profile, seed: int) -> SetupContext:
+    """The setup context of one cell, built afresh (for tests and scripts that call ``run`` directly)."""
+    context, _ = SetupStore().context_for(experiment, config, profile, seed)
+    return context
+
+
 def setup_keys(experiment: Experiment, config: Any, profile: Profile, seed: int) -> tuple[Hashable, ...]:
     """The key of every stage for one cell."""
     return tuple(_stage_key(stage, config, profile, seed) for stage in setup_stages(experiment.setup))
@@ -227,6 +233,7 @@ __all__ = [
     "SetupContext",
     "SetupError",
     "SetupStore",
+    "build_context",
     "order_by_setup",
     "order_cells_by_setup",
     "setup_keys",
