@@ -19,7 +19,6 @@ NOT_YET_MOVED = {
     "solar",
     "solexecbench",
     "spcacw",
-    "sprepe",
     "styleroute",
 }
 
