@@ -25,7 +25,9 @@ def test_smoke_experiment_returns_finite_metrics_for_every_system() -> None:
             pytest.importorskip("torch_harmonics")
         config = EXPERIMENT.config_for(profile, point, {})
         for name in EXPERIMENT.system_names(profile):
-            metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
+            metrics = EXPERIMENT.run_cell(
+                EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress()
+            )
             assert set(metrics) == set(TASK_METRICS[point["task"]]), (name, point)
             assert all(math.isfinite(v) for v in metrics.values()), (name, metrics)
             if point["task"] == "digits":

@@ -287,11 +287,14 @@ class Experiment:
         progress: Progress,
         context: SetupContext | None = None,
     ) -> Mapping[str, float]:
-        """Call ``run`` with the signature the experiment declares (``context`` only with a setup)."""
+        """Call ``run`` with the signature the experiment declares: with a setup, ``context`` is passed
+        (built afresh when not given, for tests and scripts that run one cell)."""
         if self.setup is None:
             return self.run(system, config, profile, seed, progress)
         if context is None:
-            raise ValueError(f"{self.slug}: run needs the setup context (build it with a SetupStore)")
+            from neurips26.bench.setup import build_context
+
+            context = build_context(self, config, profile, seed)
         return self.run(system, config, context, profile, seed, progress)
 
     def with_profile(self, name: str, profile: Profile) -> Experiment:
