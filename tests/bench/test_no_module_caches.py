@@ -14,7 +14,6 @@ NOT_YET_MOVED = {
     "sad",
     "scalebits",
     "semanticdialect",
-    "snapmla",
     "solar",
     "solexecbench",
     "spcacw",
