@@ -16,7 +16,6 @@ NOT_YET_MOVED = {
     "semanticdialect",
     "solar",
     "solexecbench",
-    "spcacw",
     "styleroute",
 }
 
