@@ -13,7 +13,6 @@ EXPERIMENTS = sorted(METHODS_DIR.glob("*/experiment.py"))
 NOT_YET_MOVED = {
     "sad",
     "scalebits",
-    "semanticdialect",
     "solar",
     "solexecbench",
     "styleroute",
