@@ -15,7 +15,6 @@ NOT_YET_MOVED = {
     "scalebits",
     "solar",
     "solexecbench",
-    "styleroute",
 }
 
 

@@ -57,7 +57,7 @@ def test_a_prior_failing_the_gate_makes_the_quality_metrics_nan(monkeypatch: pyt
     config = E.StyleRouteExperimentConfig(contents_per_seed=1)
     monkeypatch.setattr(E, "_gate", lambda style: False)
     system = E.EXPERIMENT.build_system("global_adain", config)
-    metrics = E.run(system, config, E.EXPERIMENT.profile("smoke"), 0, SilentProgress())
+    metrics = E.EXPERIMENT.run_cell(system, config, E.EXPERIMENT.profile("smoke"), 0, SilentProgress())
     assert math.isnan(metrics["hv"]) and metrics["prior_gate"] == 0.0
     assert np.isfinite(metrics["seconds_per_image"])
 
