@@ -65,7 +65,7 @@ def test_a_prior_failing_the_gate_makes_the_quality_metrics_nan(monkeypatch: pyt
 def test_content_copy_has_zero_hypervolume_and_full_structure() -> None:
     config = E.StyleRouteExperimentConfig()
     content = E.load_content("coffee", config.size)
-    reference = E._style_reference("grass")
+    reference = E.StyleReference(E.load_style("grass"))
     scores = E.score(content, content, reference, E.object_mask("coffee", config.size))
     assert scores["structure"] == pytest.approx(1.0)
     assert E.hypervolume_2d(np.array([1.0]), np.array([scores["structure"]])) == 0.0
