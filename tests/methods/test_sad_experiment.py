@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from neurips26.bench.setup import build_context
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.checkpoints import SIZES, WEIGHTS_DIR, load_bundle, model_from, reusable
 from neurips26.methods.sad.executor import CANDIDATES
@@ -86,9 +87,11 @@ def test_search_modes_and_enumerative_budget(bundle):
 @needs_bundle
 def test_run_returns_finite_metrics_for_every_system():
     config = SADExperimentConfig(num_tasks=3, exedec=False)
+    smoke = EXPERIMENT.profiles["smoke"]
+    context = build_context(EXPERIMENT, config, smoke, 0)
     for name in SYSTEMS:
         system = EXPERIMENT.systems[name](config)
-        metrics = run(system, config, EXPERIMENT.profiles["smoke"], 0, None)
+        metrics = run(system, config, context, smoke, 0, None)
         assert {"task_acc_id", "task_acc_len"} <= set(metrics), name
         assert all(np.isfinite(v) for v in metrics.values()), (name, metrics)
         if SYSTEMS[name].mode == "decompose":
