@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from neurips26.bench.experiment import SilentProgress
-from neurips26.methods.solar.experiment import EXPERIMENT, evaluate
+from neurips26.methods.solar.experiment import EXPERIMENT, cpu_spec, evaluate, suite_timings
 
 
 def main() -> None:
@@ -24,8 +24,9 @@ def main() -> None:
     args = parser.parse_args()
     profile = EXPERIMENT.profile("default")
     config = EXPERIMENT.config_for(profile, {}, {})
+    spec, timings = cpu_spec(config), suite_timings(config)  # every system on one spec and measurement
     rows = {
-        name: evaluate(EXPERIMENT.systems[name](config), config, SilentProgress())[1]
+        name: evaluate(EXPERIMENT.systems[name](config).on(spec), config, SilentProgress(), timings)[1]
         for name in ("solar", "naive_roofline", "flopcounter_meta")
     }
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
