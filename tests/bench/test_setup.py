@@ -124,6 +124,27 @@ def test_a_failing_setup_becomes_a_clear_error_in_every_cell_of_its_key(tmp_path
     assert sorted(BUILDS.count(("broken", seed)) for seed in (0, 1)) == [1, 1]  # not retried per cell
 
 
+def test_a_value_holding_a_resource_is_released_when_dropped() -> None:
+    released = []
+    stage = Setup(
+        "sandbox",
+        build=lambda config, profile, seed, context: f"process-{seed}",
+        key=lambda config, profile, seed: seed,
+        release=released.append,
+    )
+    experiment = replace(EXPERIMENT, setup=stage)
+    profile = experiment.profile("smoke")
+    config = experiment.config_for(profile, profile.points()[0], {})
+    store = SetupStore()
+    store.context_for(experiment, config, profile, 0)
+    store.context_for(experiment, config, profile, 0)
+    assert released == []  # reused, still held
+    store.context_for(experiment, config, profile, 1)
+    assert released == ["process-0"]  # a new key drops the old value
+    store.clear()
+    assert released == ["process-0", "process-1"]
+
+
 def test_cells_sharing_a_key_are_ordered_together_and_keep_their_order_within() -> None:
     tasks = [("p0", "a", 0), ("p0", "a", 1), ("p0", "b", 0), ("p0", "b", 1), ("p1", "a", 0), ("p1", "b", 0)]
     by_seed = order_by_setup(tasks, lambda t: ("model", t[2]))  # a key that ignores the point

@@ -25,6 +25,7 @@ not inside, the cell's own ``wall_s``.
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,11 +49,14 @@ class Setup:
     ``key(config, profile, seed) -> hashable``: everything the value depends on. Cells with equal keys
     share one value, so the key must name every config field ``build`` reads (leave the seed out for a
     per-worker value such as a model); it is called in the driver to order the cells, so keep it cheap.
+    ``release(value)``: optional; frees a value that holds a resource (a process, a file) when the worker
+    drops it (a new key, another experiment, or the worker's exit).
     """
 
     name: str
     build: SetupBuild
     key: SetupKey
+    release: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):
@@ -60,6 +64,8 @@ class Setup:
         for hook in ("build", "key"):
             if not callable(getattr(self, hook)):
                 raise TypeError(f"Setup {self.name!r}: {hook} must be callable")
+        if self.release is not None and not callable(self.release):
+            raise TypeError(f"Setup {self.name!r}: release must be callable or None")
 
 
 class SetupError(RuntimeError):
@@ -113,6 +119,12 @@ class _Entry:
     key: Hashable
     value: Any = None
     error: str | None = None
+    release: Callable[[Any], None] | None = None
+
+    def drop(self) -> None:
+        """Free the value's resources (a value that failed to build has none)."""
+        if self.release is not None and self.error is None:
+            self.release(self.value)
 
 
 class SetupStore:
@@ -124,7 +136,10 @@ class SetupStore:
         self.builds = 0  # how many stage values this store has built (tests read it)
 
     def clear(self) -> None:
-        self._entries.clear()
+        """Drop every value (freeing those with a ``release`` hook), later stages first."""
+        while self._entries:
+            _, entry = self._entries.popitem()
+            entry.drop()
         self._owner = None
 
     def context_for(
@@ -144,7 +159,9 @@ class SetupStore:
             entry = self._entries.get(stage.name)
             reused = entry is not None and entry.key == key
             if not reused:
-                self._entries.pop(stage.name, None)  # drop the old value before building the new one
+                if entry is not None:  # drop the old value before building the new one
+                    del self._entries[stage.name]
+                    entry.drop()
                 entry, record[stage.name] = self._build(stage, key, config, profile, seed, context)
             else:
                 record[stage.name] = {"reused": True, "wall_s": 0.0, "peak_rss_mb": None}
@@ -157,7 +174,7 @@ class SetupStore:
     def _build(
         self, stage: Setup, key: Hashable, config: Any, profile: Profile, seed: int, context: SetupContext
     ) -> tuple[_Entry, dict[str, Any]]:
-        entry = _Entry(key)
+        entry = _Entry(key, release=stage.release)
         with measured() as cost:
             seed_everything(seed)  # as the first cell that filled a module cache seeded it
             try:
@@ -180,8 +197,10 @@ def _stage_key(stage: Setup, config: Any, profile: Profile, seed: int) -> Hashab
     return key
 
 
-# One store per worker process (the driver's for jobs=1, each pool or Ray worker's own otherwise).
+# One store per worker process (the driver's for jobs=1, each pool or Ray worker's own otherwise); its
+# values are released when the process exits.
 WORKER_STORE = SetupStore()
+atexit.register(WORKER_STORE.clear)
 
 
 def build_context(experiment: Experiment, config: Any, profile: Profile, seed: int) -> SetupContext:
