@@ -9,8 +9,6 @@ from neurips26.testing.caches import module_caches
 
 METHODS_DIR = Path(neurips26.methods.__file__).parent
 EXPERIMENTS = sorted(METHODS_DIR.glob("*/experiment.py"))
-# methods whose experiment still hides shared work in module caches; strict: a moved method must leave
-NOT_YET_MOVED = {}
 
 
 def test_every_method_folder_is_scanned() -> None:
@@ -18,19 +16,7 @@ def test_every_method_folder_is_scanned() -> None:
     assert EXPERIMENTS and {p.parent for p in EXPERIMENTS} == folders
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(
-            path,
-            id=path.parent.name,
-            marks=[pytest.mark.xfail(strict=True, reason="not moved to setup yet")]
-            if path.parent.name in NOT_YET_MOVED
-            else [],
-        )
-        for path in EXPERIMENTS
-    ],
-)
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda path: path.parent.name)
 def test_experiment_has_no_module_level_cache(path: Path) -> None:
     found = module_caches(path)
     assert not found, "move this shared work into Experiment(setup=...): " + "; ".join(found)

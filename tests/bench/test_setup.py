@@ -192,3 +192,19 @@ def test_an_experiment_without_setup_keeps_its_signature_and_cells() -> None:
     task = CellTask(REF, "median", profile.points()[0], 0, profile, {}, 1, "cpu")
     cell = execute_cell(task, TOY_EXPERIMENT)
     assert cell["status"] == "ok" and "setup_s" not in cell
+
+
+def test_pool_workers_build_each_key_at_most_once_each_and_give_the_numbers_of_one_worker(tmp_path) -> None:
+    from neurips26.testing.toy_experiment import TOY_SETUP_EXPERIMENT
+
+    ref = "neurips26.testing.toy_experiment:TOY_SETUP_EXPERIMENT"
+    one = run_experiment(TOY_SETUP_EXPERIMENT, ref, tmp_path / "one", profile="default", seeds=2)
+    two = run_experiment(TOY_SETUP_EXPERIMENT, ref, tmp_path / "two", profile="default", seeds=2, jobs=2)
+    plain = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "plain", profile="default", seeds=2)
+    assert one["systems"] == two["systems"] == plain["systems"]
+    assert sum(not c["setup_reused"] for c in one["cells"]) == 4  # 2 points x 2 seeds, one worker
+    builds: dict[tuple, int] = {}
+    for cell in two["cells"]:
+        key = (cell["point"]["outlier_fraction"], cell["seed"])
+        builds[key] = builds.get(key, 0) + (not cell["setup_reused"])
+    assert len(builds) == 4 and all(1 <= count <= 2 for count in builds.values())
