@@ -6,7 +6,8 @@ source (no import) and reports
 
 - functions decorated with ``functools.cache`` / ``functools.lru_cache`` (called or not), and
 - module-level names bound to a dict, list or set (literal, comprehension or constructor call) that the
-  module mutates (item assignment or deletion, ``|=``/``+=``, or a mutating method such as ``setdefault``).
+  module mutates (item assignment or deletion, ``|=``/``+=``, or a mutating method such as ``setdefault``)
+  or hands to an object inside a function (``self._cache = _CACHE``).
 
 A module-level constant that is never mutated (a table of ablations) is not a cache.
 """
@@ -61,6 +62,19 @@ def _module_containers(tree: ast.Module) -> dict[str, int]:
     return found
 
 
+def _aliased_names(tree: ast.Module) -> set[str]:
+    """Names a function or class binds to something else (``self._cache = _CACHE``): they escape the
+    module, so whether they are mutated cannot be seen here; they count as caches."""
+    aliased: set[str] = set()
+    for scope in ast.walk(tree):
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Name):
+                aliased.add(node.value.id)
+    return aliased
+
+
 def _mutated_names(tree: ast.Module) -> set[str]:
     """Names the module mutates in place anywhere (inside functions included)."""
     mutated: set[str] = set()
@@ -96,10 +110,12 @@ def module_caches(path: str | Path) -> list[str]:
                 name = _decorator_name(decorator)
                 if name in _CACHE_DECORATORS:
                     found.append((node.lineno, f"@{name} on {node.name}()"))
-    mutated = _mutated_names(tree)
+    mutated, aliased = _mutated_names(tree), _aliased_names(tree)
     for name, line in _module_containers(tree).items():
         if name in mutated:
             found.append((line, f"module-level {name} is mutated (a cache)"))
+        elif name in aliased:
+            found.append((line, f"module-level {name} is aliased in a function (a cache)"))
     return [f"{source.name}:{line}: {what}" for line, what in sorted(found)]
 
 
