@@ -208,3 +208,11 @@ def test_pool_workers_build_each_key_at_most_once_each_and_give_the_numbers_of_o
         key = (cell["point"]["outlier_fraction"], cell["seed"])
         builds[key] = builds.get(key, 0) + (not cell["setup_reused"])
     assert len(builds) == 4 and all(1 <= count <= 2 for count in builds.values())
+
+
+def test_a_rerun_resumes_setup_cells_without_building_anything(tmp_path) -> None:
+    first = run_experiment(EXPERIMENT, REF, tmp_path / "run", profile="default", seeds=2)
+    BUILDS.clear()
+    again = run_experiment(EXPERIMENT, REF, tmp_path / "run", profile="default", seeds=2)
+    assert again["run_info"]["resumed_cells"] == len(first["cells"]) and BUILDS == []
+    assert again["systems"] == first["systems"]
