@@ -15,7 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from neurips26.bench.experiment import SilentProgress
-from neurips26.methods.solar.experiment import EXPERIMENT, cpu_spec, evaluate, suite_timings
+from neurips26.bench.setup import build_context
+from neurips26.methods.solar.experiment import EXPERIMENT, evaluate
 
 
 def main() -> None:
@@ -24,9 +25,11 @@ def main() -> None:
     args = parser.parse_args()
     profile = EXPERIMENT.profile("default")
     config = EXPERIMENT.config_for(profile, {}, {})
-    spec, timings = cpu_spec(config), suite_timings(config)  # every system on one spec and measurement
+    shared = build_context(EXPERIMENT, config, profile, 0)  # every system on one spec and measurement
     rows = {
-        name: evaluate(EXPERIMENT.systems[name](config).on(spec), config, SilentProgress(), timings)[1]
+        name: evaluate(
+            EXPERIMENT.systems[name](config).on(shared.spec), config, SilentProgress(), shared.timings
+        )[1]
         for name in ("solar", "naive_roofline", "flopcounter_meta")
     }
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)

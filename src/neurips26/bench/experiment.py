@@ -284,11 +284,12 @@ class Experiment:
         config: Any,
         profile: Profile,
         seed: int,
-        progress: Progress,
+        progress: Progress | None = None,
         context: SetupContext | None = None,
     ) -> Mapping[str, float]:
         """Call ``run`` with the signature the experiment declares: with a setup, ``context`` is passed
-        (built afresh when not given, for tests and scripts that run one cell)."""
+        (built afresh when not given, for tests and scripts that run one cell). No progress: silent."""
+        progress = progress or SilentProgress()
         if self.setup is None:
             return self.run(system, config, profile, seed, progress)
         if context is None:

@@ -28,7 +28,7 @@ from neurips26.bench.results import (
     point_key,
     read_cell,
 )
-from neurips26.bench.setup import WORKER_STORE, SetupContext, order_cells_by_setup
+from neurips26.bench.setup import WORKER_STORE, cell_setup, order_cells_by_setup
 from neurips26.bench.stats import check_claim_at, combine_verdicts, summarize
 from neurips26.core.config import config_hash, config_to_dict
 from neurips26.core.files import atomic_write_json
@@ -92,14 +92,11 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(task.threads)  # results must not depend on the executor's thread count
     try:
-        with _device_for_run(device):
-            context = _cell_context(experiment, config, profile, task.seed, cell)
-            with measured() as cost:  # the cell's own cost: the shared setup is recorded apart
-                seed_everything(task.seed)
-                system = experiment.build_system(task.system, config)
-                metrics = experiment.run_cell(
-                    system, config, profile, task.seed, progress or TqdmProgress(False), context
-                )
+        with measured() as cost, _device_for_run(device):
+            context = cell_setup(WORKER_STORE, experiment, config, profile, task.seed, cell)
+            seed_everything(task.seed)
+            system = experiment.build_system(task.system, config)
+            metrics = experiment.run_cell(system, config, profile, task.seed, progress, context)
         metrics = dict(metrics)
         details = metrics.pop(DETAILS_KEY, None)
         if details is not None:
@@ -119,23 +116,9 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
         cell["traceback"] = traceback.format_exc(limit=8)
     finally:
         torch.set_num_threads(previous_threads)
-    cell["wall_s"] = cost.seconds if "cost" in locals() else None
+    cell["wall_s"] = cost.seconds - cell.get("setup_s", 0.0) if "cost" in locals() else None  # setup apart
     cell["peak_rss_mb"] = cost.peak_rss_mb if "cost" in locals() else None
     return cell
-
-
-def _cell_context(
-    experiment: Experiment, config: Any, profile: Profile, seed: int, cell: dict
-) -> SetupContext | None:
-    """The experiment's setup context for this cell from this worker's store; its cost goes in ``cell``."""
-    if experiment.setup is None:
-        return None
-    cell["setup_s"], cell["setup_reused"] = 0.0, False
-    context, stages = WORKER_STORE.context_for(experiment, config, profile, seed)
-    cell["setup"] = stages
-    cell["setup_s"] = sum(stage["wall_s"] for stage in stages.values())
-    cell["setup_reused"] = all(stage["reused"] for stage in stages.values())
-    return context
 
 
 def _cell_device(experiment: Experiment, requested: str) -> str:

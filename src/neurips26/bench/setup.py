@@ -203,6 +203,21 @@ WORKER_STORE = SetupStore()
 atexit.register(WORKER_STORE.clear)
 
 
+def cell_setup(
+    store: SetupStore, experiment: Experiment, config: Any, profile: Profile, seed: int, cell: dict
+) -> SetupContext | None:
+    """The setup context of a cell from ``store`` (None without setup); what it cost goes in ``cell``:
+    ``setup_s`` (0 when every stage was reused), ``setup_reused`` and per stage ``setup[name]``."""
+    if experiment.setup is None:
+        return None
+    cell["setup_s"], cell["setup_reused"] = 0.0, False
+    context, stages = store.context_for(experiment, config, profile, seed)
+    cell["setup"] = stages
+    cell["setup_s"] = sum(stage["wall_s"] for stage in stages.values())
+    cell["setup_reused"] = all(stage["reused"] for stage in stages.values())
+    return context
+
+
 def build_context(experiment: Experiment, config: Any, profile: Profile, seed: int) -> SetupContext:
     """The setup context of one cell, built afresh (for tests and scripts that call ``run`` directly)."""
     context, _ = SetupStore().context_for(experiment, config, profile, seed)
@@ -253,6 +268,7 @@ __all__ = [
     "SetupError",
     "SetupStore",
     "build_context",
+    "cell_setup",
     "order_by_setup",
     "order_cells_by_setup",
     "setup_keys",

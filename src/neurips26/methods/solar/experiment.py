@@ -37,7 +37,7 @@ from neurips26.methods.solar.config import SOLARConfig
 from neurips26.methods.solar.core import analyze
 from neurips26.methods.solar.hardware import HardwareSpec, calibrate
 from neurips26.methods.solar.suite import PROGRAMS, get_program
-from neurips26.methods.solar.timing import CacheFlusher, measure_samples, noise_band
+from neurips26.methods.solar.timing import Timing, time_programs
 
 # XLA's CPU backend runs its own thread pool; the cpu-local spec is calibrated for `threads` = 1
 _XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -76,49 +76,6 @@ def cpu_spec(config: SOLARConfig) -> HardwareSpec:
     return calibrate(
         trials=config.method.calibration_trials, factor=config.method.headroom, copy_bytes=128 * 2**20
     )
-
-
-def measured_timing(program: Program, config: SOLARConfig, cold: bool) -> tuple[float, float]:
-    """Median time of ``program`` (eager PyTorch, or ``jax.jit`` after one compiling call) and the noise
-    band of its repeated identical runs (:func:`~neurips26.methods.solar.timing.noise_band`)."""
-    torch.set_num_threads(config.threads)
-    fn, inputs = program.build()
-    if program.framework == "jax":
-        import jax
-
-        jitted = jax.jit(fn)
-        jax.block_until_ready(jitted(*inputs))  # compile outside the timed calls
-
-        def call() -> Any:
-            return jax.block_until_ready(jitted(*inputs))
-    else:
-
-        def call() -> Any:
-            return fn(*inputs)
-
-    flusher = CacheFlusher(config.flush_factor) if cold else None
-    samples = measure_samples(call, config.reps, config.warmup, cold, flusher)
-    return statistics.median(samples), noise_band(samples)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """One program's measured times: cold median, its noise band, warm median."""
-
-    cold: float
-    band: float
-    warm: float
-
-
-def suite_timings(config: SOLARConfig) -> dict[str, Timing]:
-    """Every program of ``config.suite`` timed cold and warm. The experiment measures once per seed (setup
-    stage ``timings``): every system of a seed is compared with the same measurement (paired), and each
-    seed measures afresh (independent replicates)."""
-    timings = {}
-    for program in _programs(config):
-        cold, band = measured_timing(program, config, cold=True)
-        timings[program.name] = Timing(cold, band, measured_timing(program, config, cold=False)[0])
-    return timings
 
 
 @dataclass
@@ -273,7 +230,7 @@ def evaluate(
     system: Any, config: SOLARConfig, progress: Progress, timings: dict[str, Timing] | None = None
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Per-program rows and the suite metrics for one system (bound to a spec, :meth:`_Readable.on`) on
-    ``config.suite``, against ``timings`` (measured here when not given, :func:`suite_timings`)."""
+    ``config.suite``, against ``timings`` (program name -> :class:`Timing`; measured here when not given)."""
     if config.suite not in system.frameworks:
         raise NotApplicable(f"{system.name} analyses {'/'.join(system.frameworks)} programs only")
     for module, hint in getattr(system, "requires", ()) + (
@@ -283,7 +240,7 @@ def evaluate(
             raise NotApplicable(f"{system.name} on {config.suite} programs needs {module}: {hint}")
     if system.hw is None:
         raise ValueError(f"{system.name} has no hardware spec: evaluate system.on(cpu_spec(config))")
-    timings = suite_timings(config) if timings is None else timings
+    timings = time_programs(_programs(config), config) if timings is None else timings
     torch.set_num_threads(config.threads)
     hw = system.hw
     rows = []
@@ -346,10 +303,11 @@ def suite_metrics(rows: list[dict[str, Any]], hw: HardwareSpec) -> dict[str, flo
 
 
 def _suite_timings(config: SOLARConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
-    """The seed's timings of the suite (None when the suite's framework is not installed: cells are n/a)."""
+    """The suite timed cold and warm once per seed: every system of a seed is compared with the same
+    measurement (paired), each seed measures afresh (None when the suite's framework is missing: n/a)."""
     if config.suite == "jax" and importlib.util.find_spec("jax") is None:
         return None
-    return suite_timings(config)
+    return time_programs(_programs(config), config)
 
 
 def _timings_key(config: SOLARConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
@@ -361,11 +319,7 @@ SETUP = (
     Setup(
         "spec",
         build=lambda config, profile, seed, context: cpu_spec(config),
-        key=lambda config, profile, seed: (
-            config.method.headroom,
-            config.threads,
-            config.method.calibration_trials,
-        ),
+        key=lambda c, profile, seed: (c.method.headroom, c.threads, c.method.calibration_trials),
     ),
     Setup("timings", build=_suite_timings, key=_timings_key),
 )
