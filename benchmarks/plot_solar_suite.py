@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from neurips26.bench.experiment import SilentProgress
+from neurips26.bench.setup import build_context
 from neurips26.methods.solar.experiment import EXPERIMENT, evaluate
 
 
@@ -24,8 +25,11 @@ def main() -> None:
     args = parser.parse_args()
     profile = EXPERIMENT.profile("default")
     config = EXPERIMENT.config_for(profile, {}, {})
+    shared = build_context(EXPERIMENT, config, profile, 0)  # every system on one spec and measurement
     rows = {
-        name: evaluate(EXPERIMENT.systems[name](config), config, SilentProgress())[1]
+        name: evaluate(
+            EXPERIMENT.systems[name](config).on(shared.spec), config, SilentProgress(), shared.timings
+        )[1]
         for name in ("solar", "naive_roofline", "flopcounter_meta")
     }
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from neurips26.bench.setup import build_context
 from neurips26.methods.sast import experiment as sx
 from neurips26.methods.sast.trainer import CachedFeatures
 
@@ -31,16 +32,16 @@ def main() -> None:
     accuracy = {s: [] for s in SYSTEMS}
     flips = {s: [] for s in SYSTEMS}
     curves = {s: [] for s in SYSTEMS}
+    profile = sx.EXPERIMENT.profile("default")
     for seed in SEEDS:
+        context = build_context(sx.EXPERIMENT, config, profile, seed)  # the seed's embedded targets
         for name in SYSTEMS:
             system = sx.SYSTEMS[name](config)
             accs, rates, per_target = [], [], []
             for target in config.targets:
-                data = sx.target_features(
-                    target, seed, config.n_adapt_per_class, config.n_test_per_class, config.views
-                )
+                data = context.targets[target]
                 trainer = sx.TRAINERS[system.trainer](
-                    sx.backbone(), data.class_names, data.templates, replace(system.config, seed=seed)
+                    context.backbone, data.class_names, data.templates, replace(system.config, seed=seed)
                 )
                 classifier = trainer.adapt(CachedFeatures(data.raw, data.views), "UL")
                 with torch.no_grad():

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from neurips26.bench.setup import build_context
 from neurips26.methods.styleroute import baselines
 from neurips26.methods.styleroute import experiment as E
 from neurips26.methods.styleroute.data import load_content, load_style
@@ -55,9 +56,10 @@ def frontier(seed: int) -> None:
     contents = np.stack([load_content(n, config.size) for n in names])
     style_image = load_style(style)
     print(f"seed {seed}: style {style}, contents {names}; points (style SWD / content's, structure)")
+    context = build_context(E.EXPERIMENT, config, E.EXPERIMENT.profile("default"), seed)  # the style's prior
     for name in E.SYSTEMS:
         system = E.EXPERIMENT.build_system(name, config)
-        outputs = E.generate(system, style, contents, style_image, seed)
+        outputs = E.generate(system, context.style.pipeline, contents, style_image, seed)
         cells = []
         for i, content_name in enumerate(names):
             mask = E.object_mask(content_name, config.size)

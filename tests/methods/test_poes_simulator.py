@@ -159,7 +159,7 @@ def test_experiment_runs_every_system_with_finite_metrics() -> None:
     assert isinstance(config, POESExperimentConfig)
     for name in EXPERIMENT.systems:
         metrics = dict(
-            EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
+            EXPERIMENT.run_cell(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
         )
         tasks = metrics.pop("details")["task_final_accuracy"]
         assert all(np.isfinite(v) for v in metrics.values()), name
@@ -181,7 +181,9 @@ def test_experiment_tier2_runs_on_the_wordnet_corpus(monkeypatch: pytest.MonkeyP
     config = EXPERIMENT.config_for(profile, {"tier": 2, "k": 10}, {})
     budgets = {}
     for name in ("poes", "random_minibatch", "random_minibatch_2k", "full_evaluation"):
-        metrics = EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
+        metrics = EXPERIMENT.run_cell(
+            EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress()
+        )
         assert 0.0 <= metrics["final_accuracy"] <= metrics["best_proposed_accuracy"] <= 1.0
         budgets[name] = metrics["calls"]
     pool = config.tier2.per_class_pool * len(tier2.CLASSES)

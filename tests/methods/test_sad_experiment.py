@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from neurips26.bench.setup import build_context
 from neurips26.methods.sad import dsl
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.checkpoints import SIZES, WEIGHTS_DIR, load_bundle, model_from, reusable
@@ -88,9 +89,11 @@ def test_search_modes_and_enumerative_budget(bundle):
 @needs_bundle
 def test_run_returns_finite_metrics_for_every_system():
     config = SADExperimentConfig(num_tasks=3)
+    smoke = EXPERIMENT.profiles["smoke"]
+    context = build_context(EXPERIMENT, config, smoke, 0)
     for name in SYSTEMS:
         system = EXPERIMENT.systems[name](config)
-        metrics = run(system, config, EXPERIMENT.profiles["smoke"], 0, None)
+        metrics = run(system, config, context, smoke, 0, None)
         assert metrics.pop("details")["exedec"].startswith("n/a: exedec_dir is empty"), name
         assert {"task_acc_id", "task_acc_len"} <= set(metrics), name
         assert all(np.isfinite(v) for v in metrics.values()), (name, metrics)
@@ -126,7 +129,8 @@ def test_exedec_splits_run_from_the_configured_folder_or_say_why_not(tmp_path, m
     profile = EXPERIMENT.profiles["smoke"]
 
     def details_and_splits(folder: str) -> tuple[str, set[str]]:
-        metrics = run(system, SADExperimentConfig(num_tasks=2, exedec_dir=folder), profile, 0, None)
+        config = SADExperimentConfig(num_tasks=2, exedec_dir=folder)
+        metrics = run(system, config, build_context(EXPERIMENT, config, profile, 0), profile, 0, None)
         return metrics.pop("details")["exedec"], {k for k in metrics if k.startswith("task_acc_")}
 
     note, splits = details_and_splits(str(tmp_path))

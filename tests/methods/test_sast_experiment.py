@@ -32,7 +32,7 @@ def test_experiment_cell_reports_every_metric(setting) -> None:
     profile = EXPERIMENT.profiles["smoke"]
     config = EXPERIMENT.config_for(profile, {"setting": setting}, {"targets": ["digits"]})
     for name in ("sast", "grip", "cpl", "reclip", "lafter", "random_flips"):
-        metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
+        metrics = EXPERIMENT.run_cell(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
         for key in ("accuracy", "flip_rate", "class_spread", "ece", "premise_auc", "epoch_ms", "acc_digits"):
             assert math.isfinite(metrics[key]), (name, key)
         assert 0.0 <= metrics["accuracy"] <= 1.0

@@ -212,12 +212,11 @@ def test_every_method_field_is_a_dotted_key_and_systems_use_it():
 def test_a_model_that_does_not_load_is_an_error_naming_the_fix(monkeypatch):
     from neurips26 import zoo
     from neurips26.methods.scalebits.config import ScaleBitsExperimentConfig
-    from neurips26.methods.scalebits.experiment import _TASKS, load_task
+    from neurips26.methods.scalebits.experiment import load_task
 
     def missing(name):
         raise FileNotFoundError(f"no checkpoint for {name}")
 
     monkeypatch.setattr(zoo, "load", missing)
-    _TASKS.clear()
     with pytest.raises(RuntimeError, match="neurips26 zoo"):
         load_task(ScaleBitsExperimentConfig())

@@ -12,7 +12,6 @@ from neurips26.methods.semanticdialect.experiment import (
     EXPERIMENT,
     SYSTEMS,
     SemanticDialectExperimentConfig,
-    run,
 )
 from neurips26.methods.semanticdialect.integration import FormatConfig
 from neurips26.zoo.tiny_vdit import CHECKPOINT_DIR
@@ -47,12 +46,12 @@ def test_experiment_config_rejects_bad_values():
 def test_tiny_run_gives_finite_metrics_and_a_temporal_report():
     config = replace(SemanticDialectExperimentConfig(), n_videos=1, sampling_steps=2)
     profile = EXPERIMENT.profiles["smoke"]
-    ours = run(SYSTEMS["semanticdialect"](config), config, profile, 0, SilentProgress())
+    ours = EXPERIMENT.run_cell(SYSTEMS["semanticdialect"](config), config, profile, 0, SilentProgress())
     details = ours.pop("details")
     assert all(math.isfinite(v) for v in ours.values())
     assert ours["psnr"] > 10 and 4.2 < ours["weight_bits"] < 4.5
     report = details["temporal_report"]
     assert any("attn1.to_q" in name for name in report)
     json.dumps(details)
-    fp = run(SYSTEMS["fp"](config), config, profile, 0, SilentProgress())
+    fp = EXPERIMENT.run_cell(SYSTEMS["fp"](config), config, profile, 0, SilentProgress())
     assert "psnr" not in fp and fp["act_kurtosis_max"] > 0

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from neurips26.bench.experiment import SilentProgress
+from neurips26.bench.setup import build_context
 from neurips26.core.config import apply_overrides
 from neurips26.methods.semfas import evaluation as ev
 from neurips26.methods.semfas.baselines import TMCFusion
@@ -91,7 +92,9 @@ def test_every_system_runs_on_a_tiny_config() -> None:
         SEMFASExperimentConfig(),
         {"n_per_domain": 40, "method.epochs": 1, "p3": "cw_ps", "mc_passes": 2},
     )
-    metrics = run(SYSTEMS["semfas"](config), config, EXPERIMENT.profiles["smoke"], 0, SilentProgress())
+    smoke = EXPERIMENT.profiles["smoke"]
+    context = build_context(EXPERIMENT, config, smoke, 0)
+    metrics = run(SYSTEMS["semfas"](config), config, context, smoke, 0, SilentProgress())
     names = {m.name for m in EXPERIMENT.metrics}
     assert set(metrics) <= names
     for key in (
@@ -104,7 +107,7 @@ def test_every_system_runs_on_a_tiny_config() -> None:
     ):
         assert np.isfinite(metrics[key]), key
     for name in ("tmc", "mmdg_lite", "erm_ts", "erm_mcdropout", "rgb_only", "semfas_nocov"):
-        out = run(SYSTEMS[name](config), config, EXPERIMENT.profiles["smoke"], 0, SilentProgress())
+        out = run(SYSTEMS[name](config), config, context, smoke, 0, SilentProgress())
         assert np.isfinite(out["p1_auc"]) and np.isfinite(out["novelty_auroc"]), name
 
 

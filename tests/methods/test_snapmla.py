@@ -426,12 +426,8 @@ def test_a_zoo_model_that_cannot_load_is_an_error_naming_the_fix(monkeypatch) ->
         raise OSError("no checkpoint")
 
     monkeypatch.setattr(neurips26.zoo, "load", broken)
-    load_model.cache_clear()
-    try:
-        with pytest.raises(RuntimeError, match="model=random"):
-            load_model("tiny-mla", 1.0)
-    finally:
-        load_model.cache_clear()
+    with pytest.raises(RuntimeError, match="model=random"):
+        load_model("tiny-mla", 1.0)
 
 
 def _decode_error(recipe: DecodeRecipe, x: dict, gain: float) -> float:

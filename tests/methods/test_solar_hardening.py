@@ -158,14 +158,14 @@ def test_default_profile_draws_verdicts_on_five_seeds():
 
 def test_cells_carry_the_spec_they_used():
     from neurips26.bench.experiment import SilentProgress
-    from neurips26.methods.solar.experiment import cpu_spec
+    from neurips26.bench.setup import build_context
 
     torch.manual_seed(0)
     config = SOLARConfig(SOLARAnalysisConfig(calibration_trials=2), programs=("add",), reps=4)
-    metrics = EXPERIMENT.run(
-        EXPERIMENT.systems["solar"](config), config, EXPERIMENT.profile("smoke"), 0, SilentProgress()
-    )
-    spec = cpu_spec(config)
+    smoke = EXPERIMENT.profile("smoke")
+    context = build_context(EXPERIMENT, config, smoke, 0)  # the spec is calibrated once, in setup
+    metrics = EXPERIMENT.run(EXPERIMENT.systems["solar"](config), config, context, smoke, 0, SilentProgress())
+    spec = context.spec
     assert metrics["spec_fp32_gflops"] == pytest.approx(spec.peak_flops["float32"] / 1e9)
     assert metrics["spec_bandwidth_gbps"] == pytest.approx(spec.dram_bandwidth_Bps / 1e9)
     assert metrics["spec_noise"] == spec.noise and len(spec.calibration["trials"]) == 2

@@ -51,18 +51,24 @@ def test_xla_cost_analysis_counts_loop_bodies_once() -> None:
 def test_jax_suite_cells_and_not_applicable_baselines() -> None:
     config = SOLARConfig(suite="jax", jax_programs=("jax_scan_rnn",), reps=1)
     profile = EXPERIMENT.profile("smoke")
-    ours = EXPERIMENT.run(EXPERIMENT.systems["solar"](config), config, profile, 0, SilentProgress())
-    library = EXPERIMENT.run(EXPERIMENT.systems["jax_roofline"](config), config, profile, 0, SilentProgress())
+    ours = EXPERIMENT.run_cell(EXPERIMENT.systems["solar"](config), config, profile, 0, SilentProgress())
+    library = EXPERIMENT.run_cell(
+        EXPERIMENT.systems["jax_roofline"](config), config, profile, 0, SilentProgress()
+    )
     assert {m.name for m in EXPERIMENT.metrics} == set(ours) == set(library)
     assert all(math.isfinite(v) for v in [*ours.values(), *library.values()])
     assert ours["coverage"] == ours["count_agreement"] == ours["validated_fraction"] == 1.0
     assert ours["violations"] <= ours["violations_raw"]  # load-dependent: reported, not asserted
     assert library["coverage"] == 0.0  # the scan body counted once
     with pytest.raises(NotApplicable, match="torch programs only"):
-        EXPERIMENT.run(EXPERIMENT.systems["flopcounter_meta"](config), config, profile, 0, SilentProgress())
+        EXPERIMENT.run_cell(
+            EXPERIMENT.systems["flopcounter_meta"](config), config, profile, 0, SilentProgress()
+        )
     torch_config = SOLARConfig(programs=("add",), reps=1)
     with pytest.raises(NotApplicable, match="jax programs only"):
-        EXPERIMENT.run(EXPERIMENT.systems["xla_cost_analysis"](torch_config), torch_config, profile, 0, None)
+        EXPERIMENT.run_cell(
+            EXPERIMENT.systems["xla_cost_analysis"](torch_config), torch_config, profile, 0, None
+        )
 
 
 def test_config_rejects_unknown_suite_and_programs() -> None:
@@ -90,7 +96,7 @@ def test_loop_trips_are_the_idea_that_covers_jax_loops() -> None:
 def test_overclaimed_control_is_caught_as_violated_and_never_tighter() -> None:
     config = SOLARConfig(suite="jax", jax_programs=("jax_mlp", "jax_scan_rnn"), reps=1, control_overclaim=1e6)
     profile = EXPERIMENT.profile("smoke")
-    over = EXPERIMENT.run(
+    over = EXPERIMENT.run_cell(
         EXPERIMENT.systems["overclaimed_bound"](config), config, profile, 0, SilentProgress()
     )
     assert over["violations"] == 2.0 and over["valid_fraction"] == 0.0

@@ -25,7 +25,9 @@ def test_smoke_experiment_returns_finite_metrics_for_every_system() -> None:
             pytest.importorskip("torch_harmonics")
         config = EXPERIMENT.config_for(profile, point, {})
         for name in EXPERIMENT.system_names(profile):
-            metrics = EXPERIMENT.run(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
+            metrics = EXPERIMENT.run_cell(
+                EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress()
+            )
             assert set(metrics) == set(TASK_METRICS[point["task"]]), (name, point)
             assert all(math.isfinite(v) for v in metrics.values()), (name, metrics)
             if point["task"] == "digits":
@@ -46,9 +48,11 @@ def test_claims_are_restricted_to_their_task() -> None:
 
 def test_shallow_water_cells_are_not_applicable_off_the_first_digits_grid_values() -> None:
     from neurips26.bench.experiment import NotApplicable, SilentProgress
+    from neurips26.bench.setup import SetupContext
     from neurips26.methods.sprepe.experiment import EXPERIMENT, run_experiment_cell
 
     full = EXPERIMENT.profile("full")
     config = EXPERIMENT.config_for(full, {"task": "shallow_water", "split": "NR/R", "max_spin_deg": 0.0}, {})
     with pytest.raises(NotApplicable, match="split"):
-        run_experiment_cell(EXPERIMENT.systems["none"](config), config, full, 0, SilentProgress())
+        no_data = SetupContext()  # the check comes before the data are read
+        run_experiment_cell(EXPERIMENT.systems["none"](config), config, no_data, full, 0, SilentProgress())

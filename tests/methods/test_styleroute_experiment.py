@@ -57,7 +57,7 @@ def test_a_prior_failing_the_gate_makes_the_quality_metrics_nan(monkeypatch: pyt
     config = E.StyleRouteExperimentConfig(contents_per_seed=1)
     monkeypatch.setattr(E, "_gate", lambda style: False)
     system = E.EXPERIMENT.build_system("global_adain", config)
-    metrics = E.run(system, config, E.EXPERIMENT.profile("smoke"), 0, SilentProgress())
+    metrics = E.EXPERIMENT.run_cell(system, config, E.EXPERIMENT.profile("smoke"), 0, SilentProgress())
     assert math.isnan(metrics["hv"]) and metrics["prior_gate"] == 0.0
     assert np.isfinite(metrics["seconds_per_image"])
 
@@ -65,7 +65,7 @@ def test_a_prior_failing_the_gate_makes_the_quality_metrics_nan(monkeypatch: pyt
 def test_content_copy_has_zero_hypervolume_and_full_structure() -> None:
     config = E.StyleRouteExperimentConfig()
     content = E.load_content("coffee", config.size)
-    reference = E._style_reference("grass")
+    reference = E.StyleReference(E.load_style("grass"))
     scores = E.score(content, content, reference, E.object_mask("coffee", config.size))
     assert scores["structure"] == pytest.approx(1.0)
     assert E.hypervolume_2d(np.array([1.0]), np.array([scores["structure"]])) == 0.0

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from neurips26.bench.setup import Setup, SetupContext, setup_stages
 from neurips26.core.config import apply_overrides
 
 Goal = Literal["min", "max"]
@@ -199,7 +200,9 @@ class SilentProgress:
         return iterable
 
 
-RunFunction = Callable[[Any, Any, Profile, int, Progress], Mapping[str, float]]
+RunFunction = Callable[..., Mapping[str, float]]
+# without a setup stage: run(system, config, profile, seed, progress)
+# with one:              run(system, config, context, profile, seed, progress)
 
 
 @dataclass(frozen=True)
@@ -230,12 +233,16 @@ class Experiment:
     metrics: every metric ``run`` returns (quality and cost).
     systems: name -> factory ``(config) -> system``; ours first, then every baseline.
     profiles: ``smoke``, ``default`` and ``full``.
-    run: ``run(system, config, profile, seed, progress) -> {metric: value}``.
+    run: ``run(system, config, profile, seed, progress) -> {metric: value}``; with ``setup``,
+        ``run(system, config, context, profile, seed, progress)``.
     ours: the name of our system (the one drawn thicker in figures).
     pareto_x: optional cost metric (e.g. measured bits per weight); the report then also plots the
         headline metric against it, one curve per system (a Pareto figure).
     analyses: name -> ``fn(result) -> Analysis``: derived readings of a published result that
         ``neurips26 report --readme`` writes into the README's ``analysis:NAME:PROFILE`` blocks.
+    setup: work shared by cells (a model, a seed's data, a reference), as one ``Setup`` or a tuple of
+        stages (:mod:`neurips26.bench.setup`): built once per key in each worker, timed apart from the
+        cells, and handed to ``run`` as ``context``. Never a module-level cache.
     devices: the torch devices ``run`` honours (``neurips26.core.device.default_device()``); a run asked
         for another device falls back to the first one listed and the cell records where it ran.
     floors: metric -> its trivial floor: a number (chance) or the name of a system that measures it per
@@ -254,8 +261,13 @@ class Experiment:
     devices: tuple[str, ...] = ("cpu",)
     analyses: Mapping[str, AnalysisFunction] = field(default_factory=dict)
     floors: Mapping[str, float | str] = field(default_factory=dict)
+    setup: Setup | tuple[Setup, ...] | None = None
 
     def __post_init__(self) -> None:
+        try:
+            setup_stages(self.setup)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{self.slug}: {exc}") from None
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.slug}: duplicate metric names in {names}")
@@ -361,6 +373,26 @@ class Experiment:
         if name not in self.systems:
             raise ValueError(f"{self.slug}: unknown system {name!r}; systems: {list(self.systems)}")
         return self.systems[name](config)
+
+    def run_cell(
+        self,
+        system: Any,
+        config: Any,
+        profile: Profile,
+        seed: int,
+        progress: Progress | None = None,
+        context: SetupContext | None = None,
+    ) -> Mapping[str, float]:
+        """Call ``run`` with the signature the experiment declares: with a setup, ``context`` is passed
+        (built afresh when not given, for tests and scripts that run one cell). No progress: silent."""
+        progress = progress or SilentProgress()
+        if self.setup is None:
+            return self.run(system, config, profile, seed, progress)
+        if context is None:
+            from neurips26.bench.setup import build_context
+
+            context = build_context(self, config, profile, seed)
+        return self.run(system, config, context, profile, seed, progress)
 
     def with_profile(self, name: str, profile: Profile) -> Experiment:
         """A copy with one profile replaced (handy in tests)."""

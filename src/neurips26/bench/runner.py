@@ -29,6 +29,7 @@ from neurips26.bench.results import (
     point_key,
     read_cell,
 )
+from neurips26.bench.setup import WORKER_STORE, cell_setup, order_cells_by_setup
 from neurips26.bench.stats import summarize
 from neurips26.core.config import config_hash, config_to_dict
 from neurips26.core.files import atomic_write_json
@@ -93,9 +94,10 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     torch.set_num_threads(task.threads)  # results must not depend on the executor's thread count
     try:
         with measured() as cost, _device_for_run(device):
+            context = cell_setup(WORKER_STORE, experiment, config, profile, task.seed, cell)
             seed_everything(task.seed)
             system = experiment.build_system(task.system, config)
-            metrics = experiment.run(system, config, profile, task.seed, progress or TqdmProgress(False))
+            metrics = experiment.run_cell(system, config, profile, task.seed, progress, context)
         metrics = dict(metrics)
         details = metrics.pop(DETAILS_KEY, None)
         if details is not None:
@@ -115,7 +117,7 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
         cell["traceback"] = traceback.format_exc(limit=8)
     finally:
         torch.set_num_threads(previous_threads)
-    cell["wall_s"] = cost.seconds if "cost" in locals() else None
+    cell["wall_s"] = cost.seconds - cell.get("setup_s", 0.0) if "cost" in locals() else None  # setup apart
     cell["peak_rss_mb"] = cost.peak_rss_mb if "cost" in locals() else None
     return cell
 
@@ -344,6 +346,8 @@ def run_experiment(
         else:
             cells[task.cell_id] = saved
 
+    pending = order_cells_by_setup(experiment, pending)  # cells sharing a setup key run back to back
+
     def save(task: CellTask, cell: dict) -> None:
         cell["code_fingerprint"] = code
         atomic_write_json(cells_dir / f"{task.cell_id}.json", cell)
@@ -425,6 +429,7 @@ def aggregate(
             "ours": experiment.ours,
             "pareto_x": experiment.pareto_x,
             "cells_wall_s": sum(c.get("wall_s") or 0.0 for c in cells),
+            "setup_wall_s": sum(c.get("setup_s") or 0.0 for c in cells),
             "peak_rss_mb": max((c.get("peak_rss_mb") or 0.0 for c in cells), default=0.0),
         },
         "metrics": [asdict(m) for m in experiment.metrics],

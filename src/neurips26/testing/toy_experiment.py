@@ -8,12 +8,14 @@ the negative control of the second claim: it "wins" without estimating anything,
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 
 
@@ -94,4 +96,30 @@ TOY_EXPERIMENT = Experiment(
     },
     run=_run,
     ours="median",
+)
+
+
+def _seed_samples(config: ToyConfig, profile: Profile, seed: int, context: SetupContext) -> np.ndarray:
+    """The seed's contaminated samples (drawn exactly as ``_run`` draws them), shared by every estimator."""
+    rng = np.random.default_rng(seed)
+    n_out = int(config.n_samples * config.outlier_fraction)
+    return np.concatenate([rng.normal(0.0, 1.0, config.n_samples - n_out), rng.normal(8.0, 1.0, n_out)])
+
+
+def _run_on_shared_samples(
+    system: Any, config: ToyConfig, context: SetupContext, profile: Profile, seed: int, progress: Progress
+) -> dict[str, float]:
+    return {"abs_error": abs(system(context.samples)), "n": float(config.n_samples)}
+
+
+# The toy with its samples drawn once per (grid point, seed) in a setup stage: the same numbers as
+# TOY_EXPERIMENT (tests of the setup stage under each executor import it by name).
+TOY_SETUP_EXPERIMENT = dataclasses.replace(
+    TOY_EXPERIMENT,
+    setup=Setup(
+        "samples",
+        build=_seed_samples,
+        key=lambda config, profile, seed: (config.n_samples, config.outlier_fraction, seed),
+    ),
+    run=_run_on_shared_samples,
 )

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_int, check_positive
 from neurips26.methods.poes.baselines import (
@@ -146,12 +147,17 @@ EQUAL_BUDGET_BASELINES = (
 
 
 def run(
-    system: System, config: POESExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: System,
+    config: POESExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, Any]:
     rows = (
         run_tier1(system, config, seed, progress)
         if config.tier == 1
-        else run_tier2(system, config, seed, progress)
+        else run_tier2(system, config, context.tier2, seed, progress)
     )
     final = np.array([r["final_accuracy"] for r in rows])
     best = np.array([r["best_proposed_accuracy"] for r in rows])
@@ -189,24 +195,54 @@ def run_tier1(
     return rows
 
 
-def run_tier2(
-    system: System, config: POESExperimentConfig, seed: int, progress: Progress
-) -> list[dict[str, float]]:
-    """One suite of ``tier2.n_tasks`` splits of the WordNet corpus, scored by MiniLM (embeddings cached
-    per process: every text is encoded once, whatever the system or seed)."""
+@dataclass(frozen=True)
+class Tier2Assets:
+    """Tier 2's MiniLM embedding cache and WordNet corpus, shared by every tier-2 cell of a worker."""
+
+    embed: Any
+    corpus: Any
+
+
+def _tier2_assets(
+    config: POESExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> Tier2Assets | str | None:
+    """The assets of tier 2 (None at tier 1), or why tier 2 cannot run here (its cells are then n/a)."""
+    if config.tier != 2:
+        return None
     from neurips26.data.wordnet_glosses import WORDNET_DIR
     from neurips26.methods.poes import tier2
 
-    t2 = config.tier2
     if not (WORDNET_DIR / "data.noun").is_file():
-        raise NotApplicable("tier 2 needs WordNet: apt-get install wordnet-base")
+        return "tier 2 needs WordNet: apt-get install wordnet-base"
     try:
         embed = tier2.minilm_embeddings()
     except ImportError as error:
-        raise NotApplicable(str(error)) from error
+        return str(error)
+    return Tier2Assets(embed, tier2.load_corpus(config.tier2.corpus_per_class, config.tier2.n_paraphrases))
+
+
+SETUP = Setup(
+    "tier2",
+    build=_tier2_assets,
+    key=lambda config, profile, seed: (
+        (2, config.tier2.corpus_per_class, config.tier2.n_paraphrases) if config.tier == 2 else None
+    ),
+)
+
+
+def run_tier2(
+    system: System, config: POESExperimentConfig, assets: Tier2Assets | str, seed: int, progress: Progress
+) -> list[dict[str, float]]:
+    """One suite of ``tier2.n_tasks`` splits of the WordNet corpus, scored by MiniLM (embeddings cached
+    per worker: every text is encoded once, whatever the system or seed)."""
+    from neurips26.methods.poes import tier2
+
+    t2 = config.tier2
+    if isinstance(assets, str):
+        raise NotApplicable(assets)
+    embed, corpus = assets.embed, assets.corpus
     if config.k > t2.per_class_pool * len(tier2.CLASSES):
         raise NotApplicable(f"k={config.k} exceeds tier 2's pool of {t2.per_class_pool * len(tier2.CLASSES)}")
-    corpus = tier2.load_corpus(t2.corpus_per_class, t2.n_paraphrases)
     rows = []
     for task in progress.loop(range(t2.n_tasks), total=t2.n_tasks, desc=system.name):
         split = tier2.make_task(corpus, seed * 10_000 + task, t2)
@@ -316,5 +352,6 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="poes",
 )

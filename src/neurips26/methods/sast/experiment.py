@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any
 
 import numpy as np
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_int
 from neurips26.methods.sast.baselines import (
@@ -103,9 +103,8 @@ SYSTEMS: dict[str, Callable[[SASTExperimentConfig], System]] = {
 }
 
 
-@cache
 def backbone() -> Any:
-    """The committed MiniCLIP wrapped as a VLMBackbone (loaded once per process)."""
+    """The committed MiniCLIP wrapped as a VLMBackbone."""
     from neurips26.methods.sast.backbone import MiniCLIPBackbone
 
     return MiniCLIPBackbone()
@@ -126,8 +125,9 @@ class TargetFeatures:
     disagree: torch.Tensor  # zero-shot class != majority zero-shot class of the sample's k-means cluster
 
 
-@cache
-def target_features(name: str, seed: int, n_adapt: int, n_test: int, views: int) -> TargetFeatures:
+def target_features(
+    model: Any, name: str, seed: int, n_adapt: int, n_test: int, views: int
+) -> TargetFeatures:
     """Draw a target (adaptation + test split) and embed it once with the frozen MiniCLIP image tower."""
     from neurips26.data.clip_targets import make_target
     from neurips26.methods.sast.baselines import kornia_views
@@ -141,7 +141,6 @@ def target_features(name: str, seed: int, n_adapt: int, n_test: int, views: int)
     test = torch.cat(
         [torch.nonzero(labels == c).flatten()[n_adapt:] for c in range(len(data.spec.class_names))]
     )
-    model = backbone()
     with torch.no_grad(), torch.random.fork_rng():
         torch.manual_seed(seed)
         raw = model.encode_image(images[adapt])
@@ -168,6 +167,26 @@ def target_features(name: str, seed: int, n_adapt: int, n_test: int, views: int)
         zs_test,
         disagree,
     )
+
+
+def _target_key(config: SASTExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    return (tuple(config.targets), seed, config.n_adapt_per_class, config.n_test_per_class, config.views)
+
+
+def _embedded_targets(
+    config: SASTExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> dict[str, TargetFeatures]:
+    """Every target of the seed, drawn and embedded once with the frozen image tower (shared by systems)."""
+    _, seed, n_adapt, n_test, views = _target_key(config, profile, seed)
+    return {
+        name: target_features(context.backbone, name, seed, n_adapt, n_test, views) for name in config.targets
+    }
+
+
+SETUP = (
+    Setup("backbone", build=lambda config, profile, seed, context: backbone(), key=lambda *_: "miniclip"),
+    Setup("targets", build=_embedded_targets, key=_target_key),
+)
 
 
 def setting_labels(
@@ -227,13 +246,15 @@ def _ece(probs: torch.Tensor, labels: torch.Tensor) -> float:
     return float(multiclass_calibration_error(probs, labels, num_classes=probs.shape[1], n_bins=10))
 
 
-def run_target(system: System, config: SASTExperimentConfig, name: str, seed: int) -> dict[str, float]:
+def run_target(
+    system: System, config: SASTExperimentConfig, context: SetupContext, name: str, seed: int
+) -> dict[str, float]:
     """Adapt one system on one target and score it on the held-out split."""
-    data = target_features(name, seed, config.n_adapt_per_class, config.n_test_per_class, config.views)
+    data = context.targets[name]
     n_classes = len(data.class_names)
     given, scored = setting_labels(config.setting, data.labels, n_classes, config.ssl_labels_per_class, seed)
     method_config = replace(system.config, seed=seed)
-    trainer = TRAINERS[system.trainer](backbone(), data.class_names, data.templates, method_config)
+    trainer = TRAINERS[system.trainer](context.backbone, data.class_names, data.templates, method_config)
     start = time.perf_counter()
     classifier = trainer.adapt(
         CachedFeatures(data.raw, data.views), config.setting, given, diagnostic_labels=data.labels
@@ -258,11 +279,16 @@ def run_target(system: System, config: SASTExperimentConfig, name: str, seed: in
 
 
 def run(
-    system: System, config: SASTExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: System,
+    config: SASTExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     """One cell: the system on every target under ``config.setting``; means over targets plus per target."""
     rows = {
-        name: run_target(system, config, name, seed)
+        name: run_target(system, config, context, name, seed)
         for name in progress.loop(config.targets, desc=system.name)
     }
     metrics: dict[str, float] = {}
@@ -394,6 +420,7 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="sast",
     pareto_x="flip_rate",  # the report also plots accuracy against flip rate, one point per system
 )

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import config_hash
 from neurips26.methods.scalebits.baselines import (
     GPTQConfig,
@@ -45,6 +46,14 @@ from neurips26.methods.scalebits.integration import (
 )
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
+from neurips26.methods.scalebits.task import (  # re-exported: scripts import them from here
+    LanguageTask,
+    calibration_windows,
+    evaluate,
+    load_task,
+    reference_predictions,
+    retrieval,
+)
 
 
 @dataclass(frozen=True)
@@ -86,113 +95,9 @@ RECIPES = {
 }
 
 
-@dataclass
-class LanguageTask:
-    model: torch.nn.Module
-    train_ids: torch.Tensor  # 1-D token ids
-    heldout_ids: torch.Tensor
-    tokenizer: Any  # the zoo tokenizer (retrieval probes)
-
-
-_TASKS: dict[str, LanguageTask] = {}
-_ALLOCATIONS: dict[tuple, tuple[ModelAllocation, torch.nn.Module, float]] = {}
-_TRACES: dict[tuple, tuple[dict[str, float], float]] = {}
-
-
 def _method_key(config: ScaleBitsExperimentConfig) -> str:
-    """The config's hash with the swept budget fixed: one task / allocation / trace cache entry per budget
-    sweep."""
+    """The config's hash with the swept budget fixed: one task, allocation and trace set per budget sweep."""
     return config_hash(dataclasses.replace(config, method=dataclasses.replace(config.method, avg_bits=3.0)))
-
-
-def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
-    """The zoo's trained ``config.model`` and its token splits (cached per config).
-
-    A model that does not load is an error naming the fix (no silent switch to another model), and so is
-    a tile that does not divide its linear weights without ``method.pad``.
-    """
-    key = _method_key(config)
-    if key in _TASKS:
-        return _TASKS[key]
-    from neurips26.zoo import load
-    from neurips26.zoo.evaluation import heldout_tokens, load_corpus_tokens
-
-    try:
-        model, tokenizer = load(config.model)
-    except Exception as err:
-        raise RuntimeError(
-            f"scalebits: the zoo model {config.model!r} does not load ({err}); the experiment needs its "
-            f"trained checkpoint: check `neurips26 zoo list` or rebuild it with `neurips26 zoo train "
-            f"{config.model}`"
-        ) from err
-    train = torch.from_numpy(load_corpus_tokens(tokenizer, "train", None).haystack.ids).long()
-    heldout = torch.from_numpy(heldout_tokens(tokenizer).haystack.ids).long()
-    tile = config.method.tile
-    for name, layer in select_linears(model, config.method.filter_fn).items():
-        rows, cols = layer.weight.shape
-        if not config.method.pad and (rows % tile[0] or cols % tile[1]):
-            raise ValueError(
-                f"scalebits: tile={tile} does not divide {name} ({rows}x{cols}) of {config.model!r}; "
-                "set method.pad=true or a tile that divides every linear"
-            )
-    _TASKS[key] = LanguageTask(model.eval(), train, heldout, tokenizer)
-    return _TASKS[key]
-
-
-def calibration_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> torch.Tensor:
-    """``n`` random windows of ``length`` tokens (the seed picks the calibration sample)."""
-    generator = torch.Generator().manual_seed(1000 + seed)
-    starts = torch.randint(0, len(ids) - length - 1, (n,), generator=generator)
-    return torch.stack([ids[s : s + length] for s in starts.tolist()])
-
-
-def evaluation_windows(ids: torch.Tensor, config: Any) -> torch.Tensor:
-    """The held-out token windows ``(n_windows, sequence_length)`` every system is evaluated on."""
-    length = config.sequence_length
-    n_windows = max(1, min(len(ids) // length, config.eval_tokens // length))
-    return ids[: n_windows * length].reshape(n_windows, length)
-
-
-def evaluate(
-    model: torch.nn.Module, reference: torch.nn.Module | torch.Tensor, ids: torch.Tensor, config: Any
-) -> dict:
-    """Held-out perplexity and next-token top-1 agreement with the full-precision model.
-
-    ``reference`` is the full-precision model or its precomputed top-1 predictions
-    ``(n_windows, sequence_length - 1)`` on the same windows (see :func:`reference_predictions`).
-    """
-    windows = evaluation_windows(ids, config)
-    total, agree, count = 0.0, 0, 0
-    with torch.no_grad():
-        for index, batch in zip(range(0, len(windows), 8), windows.split(8), strict=True):
-            logits = model(input_ids=batch).logits[:, :-1].float()
-            if isinstance(reference, torch.Tensor):
-                predicted = reference[index : index + len(batch)]
-            else:
-                predicted = reference(input_ids=batch).logits[:, :-1].argmax(-1)
-            total += float(
-                torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1), reduction="sum"
-                )
-            )
-            agree += int((logits.argmax(-1) == predicted).sum())
-            count += batch[:, 1:].numel()
-    return {"perplexity": math.exp(total / count), "agreement": agree / count}
-
-
-def retrieval(
-    model: torch.nn.Module, task: LanguageTask, config: ScaleBitsExperimentConfig, seed: int
-) -> dict[str, float]:
-    """Held-out key->value and passkey exact match at ``retrieval_length`` tokens (keys and values the
-    ctx models never saw in training; the first-generation models are at chance on them)."""
-    from neurips26.zoo.ctx_cards import heldout_retrieval
-
-    return {
-        f"{kind}_accuracy": heldout_retrieval(
-            model, task.tokenizer, kind, config.retrieval_length, config.retrieval_queries, seed=2026 + seed
-        )["accuracy"]
-        for kind in ("kv", "passkey")
-    }
 
 
 def gptq_rounding(config: ScaleBitsExperimentConfig, bits: int) -> GPTQConfig:
@@ -209,37 +114,10 @@ def gptq_rounding(config: ScaleBitsExperimentConfig, bits: int) -> GPTQConfig:
     )
 
 
-_REFERENCE: dict[tuple, tuple[torch.Tensor, float]] = {}
-
-
-def reference_predictions(
-    task: LanguageTask, config: ScaleBitsExperimentConfig
-) -> tuple[torch.Tensor, float]:
-    """The full-precision model's top-1 predictions and perplexity, once per task and evaluation windows."""
-    key = (id(task), config.sequence_length, config.eval_tokens)
-    if key not in _REFERENCE:
-        windows = evaluation_windows(task.heldout_ids, config)
-        with torch.no_grad():
-            predicted = torch.cat(
-                [task.model(input_ids=batch).logits[:, :-1].argmax(-1) for batch in windows.split(8)]
-            )
-        perplexity = evaluate(task.model, predicted, task.heldout_ids, config)["perplexity"]
-        _REFERENCE[key] = (predicted, perplexity)
-    return _REFERENCE[key]
-
-
 def progressive_run(
     system: System, config: ScaleBitsExperimentConfig, task: LanguageTask, targets: list[float], seed: int
 ) -> tuple[ModelAllocation, torch.nn.Module, float]:
-    """Reorder (folded) and allocate once for every target; cached per (system, config, targets, seed)."""
-    key = (
-        (system.recipe.kind, system.method.sensitivity, system.method.reorder),
-        _method_key(config),
-        tuple(targets),
-        seed,
-    )
-    if key in _ALLOCATIONS:
-        return _ALLOCATIONS[key]
+    """Reorder (folded) and allocate once for every target (the seed's setup shares it across budgets)."""
     start = time.perf_counter()
     calibration = calibration_windows(
         task.train_ids, config.calibration_sequences, config.sequence_length, seed
@@ -248,8 +126,7 @@ def progressive_run(
     allocation, _ = reorder_and_allocate(
         model, calibration, targets, dataclasses.replace(system.method, avg_bits=max(targets))
     )
-    _ALLOCATIONS[key] = (allocation, model, time.perf_counter() - start)
-    return _ALLOCATIONS[key]
+    return allocation, model, time.perf_counter() - start
 
 
 def uniform_bits_within(
@@ -279,14 +156,12 @@ def _uniform_width(method: ScaleBitsConfig, linears: dict, float_zeros: bool = F
 def hawq_traces(
     config: ScaleBitsExperimentConfig, task: LanguageTask, calibration: torch.Tensor, seed: int
 ) -> tuple[dict[str, float], float]:
-    """Hutchinson traces of the full-precision model, once per (config, seed): every budget reuses them."""
-    key = (_method_key(config), seed)
-    if key not in _TRACES:
-        start = time.perf_counter()
-        model = copy.deepcopy(task.model)
-        _, traces = hawq_allocation(model, calibration, _hawq_config(config, seed), [])
-        _TRACES[key] = (traces, time.perf_counter() - start)
-    return _TRACES[key]
+    """Hutchinson traces of the full-precision model and their seconds (the seed's setup shares them across
+    budgets)."""
+    start = time.perf_counter()
+    model = copy.deepcopy(task.model)
+    _, traces = hawq_allocation(model, calibration, _hawq_config(config, seed), [])
+    return traces, time.perf_counter() - start
 
 
 def _hawq_config(config: ScaleBitsExperimentConfig, seed: int) -> HAWQConfig:
@@ -303,9 +178,15 @@ def _hawq_config(config: ScaleBitsExperimentConfig, seed: int) -> HAWQConfig:
 
 
 def quantize_baseline(
-    system: System, config: ScaleBitsExperimentConfig, task: LanguageTask, seed: int
+    system: System,
+    config: ScaleBitsExperimentConfig,
+    task: LanguageTask,
+    seed: int,
+    traces: tuple[dict[str, float], float] | None = None,
 ) -> tuple[torch.nn.Module, object, float]:
-    """One uniform / layer-wise / random baseline at ``method.avg_bits``: the model, report and seconds."""
+    """One uniform / layer-wise / random baseline at ``method.avg_bits``: the model, report and seconds.
+
+    ``traces``: HAWQ's Hutchinson traces of this seed and their seconds (computed here when not given)."""
     recipe, method = system.recipe, system.method
     start = time.perf_counter()
     calibration = calibration_windows(
@@ -338,7 +219,7 @@ def quantize_baseline(
         )
         report = quantize_(model, sfmp, calibration=calibration)
     elif recipe.kind == "hawq":
-        traces, extra = hawq_traces(config, task, calibration, seed)
+        traces, extra = traces or hawq_traces(config, task, calibration, seed)
         allocations, _ = hawq_allocation(
             model, calibration, _hawq_config(config, seed), [method.avg_bits], traces
         )
@@ -352,17 +233,91 @@ def quantize_baseline(
     return model, report, time.perf_counter() - start + extra
 
 
+def _targets(config: ScaleBitsExperimentConfig, profile: Profile) -> tuple[float, ...]:
+    """Every budget of the profile's sweep (the allocation is progressive: one run yields them all)."""
+    swept = profile.grid.get("method.avg_bits", [])
+    return tuple(sorted({float(t) for t in swept} | {float(config.method.avg_bits)}))
+
+
+def _allocation_key(system: System) -> tuple[str, str, bool]:
+    """What an allocation depends on beyond the config and seed (ScaleBITS and its GPTQ variant share one)."""
+    return system.recipe.kind, system.method.sensitivity, system.method.reorder
+
+
+def _profile_systems(config: ScaleBitsExperimentConfig, profile: Profile) -> list[System]:
+    return [System.build(RECIPES[name], config) for name in (profile.systems or RECIPES)]
+
+
+@dataclass(frozen=True)
+class SharedTask:
+    """The zoo task and the full-precision reference every system is scored against."""
+
+    task: LanguageTask
+    predicted: torch.Tensor
+    fp_perplexity: float
+
+
+def _shared_task(
+    config: ScaleBitsExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> SharedTask:
+    task = load_task(config)
+    return SharedTask(task, *reference_predictions(task, config))
+
+
+@dataclass(frozen=True)
+class SeedAllocations:
+    """The seed's progressive allocations (per :func:`_allocation_key`) and HAWQ traces, for every budget."""
+
+    allocations: dict[tuple, tuple[ModelAllocation, torch.nn.Module, float]]
+    traces: tuple[dict[str, float], float] | None
+
+
+def _seed_key(config: ScaleBitsExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    systems = tuple(system.recipe.name for system in _profile_systems(config, profile))
+    return _method_key(config), seed, _targets(config, profile), systems
+
+
+def _seed_allocations(
+    config: ScaleBitsExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> SeedAllocations:
+    task = context.task.task
+    targets = list(_targets(config, profile))
+    allocations: dict[tuple, tuple[ModelAllocation, torch.nn.Module, float]] = {}
+    traces = None
+    for system in _profile_systems(config, profile):
+        if system.recipe.kind == "scalebits" and _allocation_key(system) not in allocations:
+            allocations[_allocation_key(system)] = progressive_run(system, config, task, targets, seed)
+        elif system.recipe.kind == "hawq" and traces is None:
+            calibration = calibration_windows(
+                task.train_ids, config.calibration_sequences, config.sequence_length, seed
+            )
+            traces = hawq_traces(config, task, calibration, seed)
+    return SeedAllocations(allocations, traces)
+
+
+SETUP = (
+    Setup("task", build=_shared_task, key=lambda config, profile, seed: _method_key(config)),
+    Setup("seed", build=_seed_allocations, key=_seed_key),
+)
+
+
 def run(
-    system: System, config: ScaleBitsExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: System,
+    config: ScaleBitsExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     """One cell: quantize the zoo model with ``system`` at ``method.avg_bits`` and evaluate it."""
     torch.set_num_threads(1)
-    task = load_task(config)
+    task = context.task.task
     method = system.method
-    swept = profile.grid.get("method.avg_bits", [])
-    targets = sorted({float(t) for t in swept} | {float(method.avg_bits)})
+    shared: SeedAllocations = context.seed
     if system.recipe.kind == "scalebits":
-        allocation, reordered, seconds = progressive_run(system, config, task, targets, seed)
+        allocation, reordered, seconds = shared.allocations.get(_allocation_key(system)) or progressive_run(
+            system, config, task, list(_targets(config, profile)), seed
+        )
         model = copy.deepcopy(reordered)
         layout = (method.bits, method.tile, method.group_size, method.pad)
         tile_bits = allocation.allocation(method.avg_bits)
@@ -378,9 +333,9 @@ def run(
             report = packed_report(apply_allocation(model, tile_bits, *layout), [], allocation.trace)
         rounds = allocation.trace.rounds
     else:
-        model, report, seconds = quantize_baseline(system, config, task, seed)
+        model, report, seconds = quantize_baseline(system, config, task, seed, shared.traces)
         rounds = 0
-    predicted, fp = reference_predictions(task, config)
+    predicted, fp = context.task.predicted, context.task.fp_perplexity
     metrics = evaluate(model, predicted, task.heldout_ids, config)
     return {
         **metrics,
@@ -554,6 +509,7 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="scalebits",
     pareto_x="bits_per_weight",
 )

@@ -13,13 +13,13 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, replace
-from functools import cache
 from typing import Any
 
 import numpy as np
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_in_range, check_int
 from neurips26.methods.semanticdialect.config import SemanticDialectConfig
@@ -69,26 +69,39 @@ SYSTEMS = {
 FORMAT_BASELINES = ("int4", "mxfp4", "nvfp4", "blockdialect")
 
 
-@cache
-def _models() -> tuple[torch.nn.Module, torch.nn.Module]:
+def _models(
+    config: SemanticDialectExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The tiny video DiT and its classifier (one per worker)."""
     from neurips26.zoo.tiny_vdit import load_tiny_vdit
 
     return load_tiny_vdit()
 
 
-@cache
-def _reference(seed: int, n_videos: int, steps: int) -> dict[str, Any]:
-    """FP samples of one seed (shared by every format's cell of that seed within a process)."""
+def _reference(
+    config: SemanticDialectExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> dict[str, Any]:
+    """FP samples of one seed (shared by every format's cell of that seed)."""
     from neurips26.data.moving_digits import make_moving_digits
     from neurips26.zoo.tiny_vdit import sample_videos
 
-    model, _ = _models()
-    config = model.config
-    data = make_moving_digits(n_videos, seed=50_000 + seed, n_frames=config.frames, size=config.size)
+    model, _ = context.models
+    shape = model.config
+    data = make_moving_digits(config.n_videos, seed=50_000 + seed, n_frames=shape.frames, size=shape.size)
     noise = torch.randn(data.videos.shape, generator=torch.Generator().manual_seed(60_000 + seed))
     start = time.perf_counter()
-    samples = sample_videos(model, data.labels, noise, steps=steps)
+    samples = sample_videos(model, data.labels, noise, steps=config.sampling_steps)
     return {"labels": data.labels, "noise": noise, "samples": samples, "seconds": time.perf_counter() - start}
+
+
+SETUP = (
+    Setup("models", build=_models, key=lambda config, profile, seed: "tiny-vdit"),
+    Setup(
+        "reference",
+        build=_reference,
+        key=lambda config, profile, seed: (seed, config.n_videos, config.sampling_steps),
+    ),
+)
 
 
 def _frechet(a: np.ndarray, b: np.ndarray) -> float:
@@ -163,13 +176,18 @@ def _activation_statistics(model: torch.nn.Module, labels, noise) -> dict[str, f
 
 @torch.no_grad()
 def run(
-    system: Any, config: SemanticDialectExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: Any,
+    config: SemanticDialectExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, Any]:
     """One cell: sample the seed's videos with ``system``'s format and score them against FP."""
     from torchmetrics.functional.image import peak_signal_noise_ratio, structural_similarity_index_measure
 
-    fp_model, classifier = _models()
-    ref = _reference(seed, config.n_videos, config.sampling_steps)
+    fp_model, classifier = context.models
+    ref = context.reference
     labels, noise, fp_samples = ref["labels"], ref["noise"], ref["samples"]
     classes = labels // 4
     metrics: dict[str, Any] = {"fp_sampling_seconds": ref["seconds"]}
@@ -315,6 +333,7 @@ EXPERIMENT = Experiment(
         "full": Profile("full", budget_s=3600, seeds=5, overrides={"n_videos": 4}),
     },
     run=run,
+    setup=SETUP,
     ours="semanticdialect",
     pareto_x="activation_bits",
 )

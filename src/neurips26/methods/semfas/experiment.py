@@ -12,13 +12,13 @@ epochs and the modality dropout. The numbers do not transfer to CASIA-SURF, CeFA
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_in_range, check_int
 from neurips26.methods.semfas.config import SEMFASConfig
@@ -79,15 +79,16 @@ SYSTEMS = {
 BASELINES = ("concat_erm", "late_fusion", "mmdg_lite", "tmc", "erm_ts", "erm_mcdropout")
 
 
-@lru_cache(maxsize=8)
-def _dataset(seed: int, n_per_domain: int) -> dict[str, dict[str, Any]]:
-    """Render the four domains for ``seed`` and describe each modality (cached across systems)."""
+def _dataset(
+    config: SEMFASExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> dict[str, dict[str, Any]]:
+    """Render the four domains for ``seed`` and describe each modality (shared by the seed's systems)."""
     from neurips26.data.fas_sensors import ATTACKS, render_domain
     from neurips26.methods.semfas.encoders import sensor_descriptors
 
     data = {}
     for domain in DOMAINS:
-        batch = render_domain(domain, n_per_domain, seed=seed)
+        batch = render_domain(domain, config.n_per_domain, seed=seed)
         features = sensor_descriptors(batch.rgb, batch.depth, batch.ir)
         data[domain] = {
             "features": {m: torch.from_numpy(features[m]) for m in MODALITIES},
@@ -97,6 +98,9 @@ def _dataset(seed: int, n_per_domain: int) -> dict[str, dict[str, Any]]:
             "attack_names": ATTACKS,
         }
     return data
+
+
+SETUP = Setup("data", build=_dataset, key=lambda config, profile, seed: (seed, config.n_per_domain))
 
 
 def _join(parts: list[dict[str, Any]], index: np.ndarray | None = None) -> dict[str, Any]:
@@ -248,13 +252,18 @@ def _quality(prefix: str, labels: np.ndarray, score: np.ndarray, val: tuple[np.n
 
 
 def run(
-    system: SystemSpec, config: SEMFASExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: SystemSpec,
+    config: SEMFASExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict:
     from neurips26.methods.semfas import evaluation as ev
 
     method = replace(system.method, seed=seed)
     spec = replace(system, method=method)
-    data = _dataset(seed, config.n_per_domain)
+    data = context.data
     rows: dict[str, list[float]] = {}
 
     def add(values: dict) -> None:
@@ -433,4 +442,5 @@ EXPERIMENT = Experiment(
     },
     run=run,
     ours="semfas",
+    setup=SETUP,
 )

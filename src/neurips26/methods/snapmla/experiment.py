@@ -18,7 +18,6 @@ context use), ``--set model=random`` for a random-weight DeepseekV3 of the ctx s
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_positive
 from neurips26.methods.snapmla.analysis import (
@@ -125,7 +125,6 @@ FALLBACK_SHAPE = {
 }
 
 
-@functools.lru_cache(maxsize=2)
 def load_model(name: str, rope_gain: float = 1.0) -> tuple[Any, Any, bool]:
     """(model, tokenizer or None, trained?): a zoo MLA checkpoint by name, or with ``name="random"``
     a random-weight DeepseekV3 of the same shape; ``rope_gain`` != 1 applies the function-preserving
@@ -162,11 +161,21 @@ def _window(model: Any, tokenizer: Any, length: int, seed: int) -> torch.Tensor:
     return torch.randint(0, model.config.vocab_size, (1, length), generator=generator)
 
 
-@functools.lru_cache(maxsize=8)  # >= the seeds of a profile: cells run point -> system -> seed
-def _reference(name: str, rope_gain: float, context: int, generate: int, seed: int) -> dict[str, Any]:
+def _model_key(config: SnapMLAExperimentConfig, profile: Profile, seed: int) -> tuple[str, float]:
+    return config.model, config.rope_gain
+
+
+def _reference_key(config: SnapMLAExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    return (*_model_key(config, profile, seed), config.context_tokens, config.generate_tokens, seed)
+
+
+def _reference(
+    config: SnapMLAExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> dict[str, Any]:
     """The float32 model's greedy continuation, logits and captured latents (shared by every recipe)."""
-    model, tokenizer, _ = load_model(name, rope_gain)
-    prompt = _window(model, tokenizer, context, seed)
+    model, tokenizer, _ = context.model
+    generate = config.generate_tokens
+    prompt = _window(model, tokenizer, config.context_tokens, seed)
     with torch.no_grad():
         sequence = model.generate(
             prompt,
@@ -185,6 +194,16 @@ def _reference(name: str, rope_gain: float, context: int, generate: int, seed: i
         "bf16_predictions": bf16_predictions,
         "layers": capture_latents(model, prompt),
     }
+
+
+SETUP = (
+    Setup(
+        "model",
+        build=lambda config, profile, seed, context: load_model(*_model_key(config, profile, seed)),
+        key=_model_key,
+    ),
+    Setup("reference", build=_reference, key=_reference_key),
+)
 
 
 def _model_level(model: Any, recipe: DecodeRecipe, reference: dict[str, Any], context: int) -> dict:
@@ -230,16 +249,19 @@ def _retrieval(
 
 
 def run(
-    recipe: DecodeRecipe, config: SnapMLAExperimentConfig, profile: Profile, seed: int, progress: Progress
+    recipe: DecodeRecipe,
+    config: SnapMLAExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict:
     """One cell: the recipe's kernel-level errors, model-level agreement and cost on the seed's window."""
-    model, tokenizer, trained = load_model(config.model, config.rope_gain)
+    model, tokenizer, trained = context.model
     d_c, d_r = int(model.config.kv_lora_rank), int(model.config.qk_rope_head_dim)
     if d_c % config.n_tiles:
         raise ValueError(f"n_tiles={config.n_tiles} must divide the model's kv_lora_rank={d_c}")
-    reference = _reference(
-        config.model, config.rope_gain, config.context_tokens, config.generate_tokens, seed
-    )
+    reference = context.reference
     layers = reference["layers"]
     errors = [
         attention_kernel_error(recipe, layer, config.n_queries)
@@ -397,5 +419,6 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="snapmla",
 )

@@ -11,6 +11,7 @@ bound, the tightest of its lower bounds) on both suites; on PyTorch FlopCounterM
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import statistics
@@ -23,6 +24,7 @@ from typing import Any
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.methods.solar.baselines import (
     JaxCount,
     flop_counter_flops,
@@ -35,10 +37,8 @@ from neurips26.methods.solar.config import SOLARConfig
 from neurips26.methods.solar.core import analyze
 from neurips26.methods.solar.hardware import HardwareSpec, calibrate
 from neurips26.methods.solar.suite import PROGRAMS, get_program
-from neurips26.methods.solar.timing import CacheFlusher, measure_samples, noise_band
+from neurips26.methods.solar.timing import Timing, time_programs
 
-_SPEC_CACHE: dict[tuple[float, int, int], HardwareSpec] = {}
-_TIME_CACHE: dict[tuple[str, int, int, float, int, bool, int], tuple[float, float]] = {}
 # XLA's CPU backend runs its own thread pool; the cpu-local spec is calibrated for `threads` = 1
 _XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
@@ -68,49 +68,14 @@ def _jax_suite() -> list[Program]:
 
 
 def cpu_spec(config: SOLARConfig) -> HardwareSpec:
-    """``cpu-local`` calibrated once per process (:func:`~neurips26.methods.solar.hardware.calibrate`:
+    """``cpu-local`` calibrated (:func:`~neurips26.methods.solar.hardware.calibrate`:
     ``method.calibration_trials`` trials, the maximum kept, times ``method.headroom``) for the config's
-    threads; the spec's numbers and noise go into every cell's metrics."""
-    key = (config.method.headroom, config.threads, config.method.calibration_trials)
-    if key not in _SPEC_CACHE:
-        torch.set_num_threads(config.threads)
-        _SPEC_CACHE[key] = calibrate(
-            trials=config.method.calibration_trials, factor=config.method.headroom, copy_bytes=128 * 2**20
-        )
-    return _SPEC_CACHE[key]
-
-
-def measured_seconds(program: Program, config: SOLARConfig, cold: bool, seed: int = 0) -> float:
-    """Median time of ``program``; see :func:`measured_timing`."""
-    return measured_timing(program, config, cold, seed)[0]
-
-
-def measured_timing(program: Program, config: SOLARConfig, cold: bool, seed: int = 0) -> tuple[float, float]:
-    """Median time of ``program`` (eager PyTorch, or ``jax.jit`` after one compiling call) and the noise
-    band of its repeated identical runs (:func:`~neurips26.methods.solar.timing.noise_band`), memoised per
-    seed: every system of one seed is compared with the same measurement (paired), and each seed measures
-    afresh (independent replicates)."""
-    key = (program.name, config.reps, config.warmup, config.flush_factor, config.threads, cold, seed)
-    if key not in _TIME_CACHE:
-        torch.set_num_threads(config.threads)
-        fn, inputs = program.build()
-        if program.framework == "jax":
-            import jax
-
-            jitted = jax.jit(fn)
-            jax.block_until_ready(jitted(*inputs))  # compile outside the timed calls
-
-            def call() -> Any:
-                return jax.block_until_ready(jitted(*inputs))
-        else:
-
-            def call() -> Any:
-                return fn(*inputs)
-
-        flusher = CacheFlusher(config.flush_factor) if cold else None
-        samples = measure_samples(call, config.reps, config.warmup, cold, flusher)
-        _TIME_CACHE[key] = (statistics.median(samples), noise_band(samples))
-    return _TIME_CACHE[key]
+    threads; the experiment calibrates it once per worker (setup stage ``spec``) and the spec's numbers and
+    noise go into every cell's metrics."""
+    torch.set_num_threads(config.threads)
+    return calibrate(
+        trials=config.method.calibration_trials, factor=config.method.headroom, copy_bytes=128 * 2**20
+    )
 
 
 @dataclass
@@ -125,7 +90,18 @@ class Estimate:
 
 
 class _Readable:
-    """``neurips26 info`` prints systems: show their settings (the spec by name), not an address."""
+    """``neurips26 info`` prints systems: show their settings (the spec by name), not an address.
+
+    A system is built without a spec (``hw=None``); :meth:`on` gives the copy that bounds on the run's
+    calibrated spec."""
+
+    hw: HardwareSpec | None
+
+    def on(self, hw: HardwareSpec) -> Any:
+        """A copy of this system that bounds on ``hw``."""
+        bound = copy.copy(self)
+        bound.hw = hw
+        return bound
 
     def __repr__(self) -> str:
         shown = {
@@ -142,7 +118,7 @@ class SOLARSystem(_Readable):
 
     def __init__(
         self,
-        hw: HardwareSpec,
+        hw: HardwareSpec | None,
         validate: bool = True,
         *,
         name: str = "solar",
@@ -176,7 +152,9 @@ class FlopOnlySystem(_Readable):
 
     frameworks = ("torch",)
 
-    def __init__(self, name: str, count_flops: Callable[[Any, Any], int], hw: HardwareSpec) -> None:
+    def __init__(
+        self, name: str, count_flops: Callable[[Any, Any], int], hw: HardwareSpec | None = None
+    ) -> None:
         self.name = name
         self.count_flops = count_flops
         self.hw = hw
@@ -198,7 +176,7 @@ class NaiveRooflineSystem(_Readable):
     name = "naive_roofline"
     frameworks = ("torch",)
 
-    def __init__(self, hw: HardwareSpec) -> None:
+    def __init__(self, hw: HardwareSpec | None = None) -> None:
         self.hw = hw
 
     def estimate(self, program: Program) -> Estimate:
@@ -221,7 +199,7 @@ class JaxRooflineSystem(_Readable):
         self,
         name: str,
         count: Callable[[Any, Any], JaxCount],
-        hw: HardwareSpec,
+        hw: HardwareSpec | None,
         requires: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.name = name
@@ -249,9 +227,10 @@ def _programs(config: SOLARConfig) -> list[Program]:
 
 
 def evaluate(
-    system: Any, config: SOLARConfig, progress: Progress, seed: int = 0
+    system: Any, config: SOLARConfig, progress: Progress, timings: dict[str, Timing] | None = None
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Per-program rows and the suite metrics for one system on ``config.suite``."""
+    """Per-program rows and the suite metrics for one system (bound to a spec, :meth:`_Readable.on`) on
+    ``config.suite``, against ``timings`` (program name -> :class:`Timing`; measured here when not given)."""
     if config.suite not in system.frameworks:
         raise NotApplicable(f"{system.name} analyses {'/'.join(system.frameworks)} programs only")
     for module, hint in getattr(system, "requires", ()) + (
@@ -259,13 +238,16 @@ def evaluate(
     ):
         if importlib.util.find_spec(module) is None:
             raise NotApplicable(f"{system.name} on {config.suite} programs needs {module}: {hint}")
+    if system.hw is None:
+        raise ValueError(f"{system.name} has no hardware spec: evaluate system.on(cpu_spec(config))")
+    timings = time_programs(_programs(config), config) if timings is None else timings
     torch.set_num_threads(config.threads)
     hw = system.hw
     rows = []
     for program in progress.loop(_programs(config), desc=system.name):
         est = system.estimate(program)
-        cold, band = measured_timing(program, config, cold=True, seed=seed)
-        warm = measured_seconds(program, config, cold=False, seed=seed)
+        timing = timings[program.name]
+        cold, band, warm = timing.cold, timing.band, timing.warm
         noise = band + hw.noise  # the timing's own spread plus the spec's calibration spread
         rows.append(
             {
@@ -320,41 +302,69 @@ def suite_metrics(rows: list[dict[str, Any]], hw: HardwareSpec) -> dict[str, flo
     return metrics
 
 
+def _suite_timings(config: SOLARConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
+    """The suite timed cold and warm once per seed: every system of a seed is compared with the same
+    measurement (paired), each seed measures afresh (None when the suite's framework is missing: n/a)."""
+    if config.suite == "jax" and importlib.util.find_spec("jax") is None:
+        return None
+    return time_programs(_programs(config), config)
+
+
+def _timings_key(config: SOLARConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    programs = (config.suite, tuple(config.programs), tuple(config.jax_programs))
+    return (*programs, config.reps, config.warmup, config.flush_factor, config.threads, seed)
+
+
+SETUP = (
+    Setup(
+        "spec",
+        build=lambda config, profile, seed, context: cpu_spec(config),
+        key=lambda c, profile, seed: (c.method.headroom, c.threads, c.method.calibration_trials),
+    ),
+    Setup("timings", build=_suite_timings, key=_timings_key),
+)
+
+
 def run(
-    system: Any, config: SOLARConfig, profile: Profile, seed: int, progress: Progress
+    system: Any,
+    config: SOLARConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     torch.manual_seed(seed)
-    metrics, _ = evaluate(system, config, progress, seed)
+    metrics, _ = evaluate(system.on(context.spec), config, progress, context.timings)
     return metrics
 
 
 SYSTEMS: dict[str, Callable[[SOLARConfig], Any]] = {
-    # every system bounds on the spec calibrated for the config (cpu_spec: once per process)
-    "solar": lambda c: SOLARSystem(cpu_spec(c), c.method.validate),
+    # every system bounds on the spec calibrated for the config (setup stage ``spec``: once per worker)
+    "solar": lambda c: SOLARSystem(None, c.method.validate),
     "flopcounter_cpu": lambda c: FlopOnlySystem(
-        "flopcounter_cpu", lambda model, inputs: flop_counter_flops(model, inputs, "cpu"), cpu_spec(c)
+        "flopcounter_cpu", lambda model, inputs: flop_counter_flops(model, inputs, "cpu")
     ),
     "flopcounter_meta": lambda c: FlopOnlySystem(
-        "flopcounter_meta", lambda model, inputs: flop_counter_flops(model, inputs, "meta"), cpu_spec(c)
+        "flopcounter_meta", lambda model, inputs: flop_counter_flops(model, inputs, "meta")
     ),
-    "fvcore": lambda c: FlopOnlySystem("fvcore", fvcore_flops, cpu_spec(c)),
-    "naive_roofline": lambda c: NaiveRooflineSystem(cpu_spec(c)),
-    "xla_cost_analysis": lambda c: JaxRooflineSystem("xla_cost_analysis", xla_cost_analysis, cpu_spec(c)),
+    "fvcore": lambda c: FlopOnlySystem("fvcore", fvcore_flops),
+    "naive_roofline": lambda c: NaiveRooflineSystem(),
+    "xla_cost_analysis": lambda c: JaxRooflineSystem("xla_cost_analysis", xla_cost_analysis, None),
     "jax_roofline": lambda c: JaxRooflineSystem(
         "jax_roofline",
         jax_roofline,
-        cpu_spec(c),
+        None,
         (("absl", "jax.experimental.roofline imports absl: pip install absl-py"),),
     ),
     # negative controls. A bound that claims control_overclaim (100) x ours must be caught as violated (so the
     # validity claims could fail) and never count as tighter; the same bound without validation (it does
     # not change the bound) keeps the control cheap.
     "overclaimed_bound": lambda c: SOLARSystem(
-        cpu_spec(c), False, name="overclaimed_bound", scale=c.control_overclaim
+        None, False, name="overclaimed_bound", scale=c.control_overclaim
     ),
     # our own jaxpr walker with every loop body counted once: must not cover the JAX programs' MACs
     "loop_blind_jaxpr": lambda c: SOLARSystem(
-        cpu_spec(c), False, name="loop_blind_jaxpr", loop_trips=False, frameworks=("jax",)
+        None, False, name="loop_blind_jaxpr", loop_trips=False, frameworks=("jax",)
     ),
 }
 
@@ -482,6 +492,7 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="solar",
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -76,3 +77,45 @@ def noise_band(samples: list[float]) -> float:
     q1, _, q3 = statistics.quantiles(samples, n=4)
     median = statistics.median(samples)
     return (q3 - q1) / median if median > 0 else 0.0
+
+
+def measured_timing(program: Any, config: Any, cold: bool) -> tuple[float, float]:
+    """Median time of ``program`` (eager PyTorch, or ``jax.jit`` after one compiling call) and the noise
+    band of its repeated identical runs (:func:`~neurips26.methods.solar.timing.noise_band`)."""
+    torch.set_num_threads(config.threads)
+    fn, inputs = program.build()
+    if program.framework == "jax":
+        import jax
+
+        jitted = jax.jit(fn)
+        jax.block_until_ready(jitted(*inputs))  # compile outside the timed calls
+
+        def call() -> Any:
+            return jax.block_until_ready(jitted(*inputs))
+    else:
+
+        def call() -> Any:
+            return fn(*inputs)
+
+    flusher = CacheFlusher(config.flush_factor) if cold else None
+    samples = measure_samples(call, config.reps, config.warmup, cold, flusher)
+    return statistics.median(samples), noise_band(samples)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One program's measured times: cold median, its noise band, warm median."""
+
+    cold: float
+    band: float
+    warm: float
+
+
+def time_programs(programs: list[Any], config: Any) -> dict[str, Timing]:
+    """Each program (``build() -> (fn, inputs)``, ``framework``) timed cold and warm under the config's
+    ``reps``, ``warmup``, ``flush_factor`` and ``threads``, by name."""
+    timings = {}
+    for program in programs:
+        cold, band = measured_timing(program, config, cold=True)
+        timings[program.name] = Timing(cold, band, measured_timing(program, config, cold=False)[0])
+    return timings

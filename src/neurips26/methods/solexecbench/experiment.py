@@ -10,7 +10,6 @@ and the red-team suite in the same sandbox.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import math
 import statistics
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.methods.solexecbench.config import (
     DEFENCES,
     EXTRA_RUNGS,
@@ -48,37 +48,50 @@ from neurips26.methods.solexecbench.solutions import (
 HARNESSES = ("solexecbench", "naive", "kernelbench")
 CONTROLS = ("defences_off", "exact_match")
 NEUTRALISED_GAIN = 2.0  # ours: timing noise on the shared machine reaches ~1.5x between runs
-_SANDBOXES: dict[tuple[int, str | None], Sandbox] = {}
-
-
-def shared_sandbox(threads: int, cuda_visible: str | None = None) -> Sandbox:
-    """One driver process per thread count (and GPU) for the whole run (each evaluation still forks a
-    fresh child)."""
-    key = (threads, cuda_visible)
-    if key not in _SANDBOXES:
-        _SANDBOXES[key] = Sandbox(threads=threads, cuda_visible=cuda_visible)
-        atexit.register(_SANDBOXES[key].close)
-    return _SANDBOXES[key]
-
-
-_SPECS: dict[tuple[str, int], Any] = {}
 
 
 def experiment_hardware(config: SolExecBenchConfig) -> Any:
-    """The spec ``T_SOL`` divides by: on CPU with ``hardware="cpu-local"``, calibrated once per process
-    (solar's ``calibrate``: its default number of short trials spread over time, at the sandbox's thread
-    count), so its measured noise widens the SOL floor and its load is recorded in every trace — never a
-    cached file from another day's load (and re-calibrated when an honest time beats it: see
-    ``SolExecBench.judge_floor``). Otherwise the config's name (a GPU's datasheet spec is chosen by the
-    harness)."""
+    """The spec ``T_SOL`` divides by: on CPU with ``hardware="cpu-local"``, calibrated in process (solar's
+    ``calibrate``: its default number of short trials spread over time, at the sandbox's thread count; the
+    experiment does it once per worker, setup stage ``hardware``), so its measured noise widens the SOL floor
+    and its load is recorded in every trace — never a cached file from another day's load (and
+    re-calibrated when an honest time beats it: see ``SolExecBench.judge_floor``). Otherwise None: the
+    config's name (a GPU's datasheet spec is chosen by the harness)."""
     if config.hardware != "cpu-local" or host_device(config.device) != "cpu":
         return None
-    key = (config.hardware, config.threads)
-    if key not in _SPECS:
-        from neurips26.methods.solar import calibrate
+    from neurips26.methods.solar import calibrate
 
-        _SPECS[key] = calibrate(copy_bytes=128 * 2**20, threads=config.threads)
-    return _SPECS[key]
+    return calibrate(copy_bytes=128 * 2**20, threads=config.threads)
+
+
+def _sandbox_key(config: SolExecBenchExperimentConfig, profile: Profile, seed: int) -> tuple[int, str | None]:
+    """What the sandbox depends on: the harness's thread count and visible GPU (the same for every system)."""
+    return config.method.threads, sandbox_cuda_visible(host_device(config.method.device))
+
+
+def _sandbox(threads: int, cuda_visible: str | None) -> Sandbox:
+    return Sandbox(threads=threads, cuda_visible=cuda_visible)
+
+
+def _hardware_key(config: SolExecBenchExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    method = config.method
+    return method.hardware, host_device(method.device), method.threads
+
+
+SETUP = (
+    # one driver process for the worker's cells (each evaluation still forks a fresh child)
+    Setup(
+        "sandbox",
+        build=lambda config, profile, seed, context: _sandbox(*_sandbox_key(config, profile, seed)),
+        key=_sandbox_key,
+        release=Sandbox.close,
+    ),
+    Setup(
+        "hardware",
+        build=lambda config, profile, seed, context: experiment_hardware(config.method),
+        key=_hardware_key,
+    ),
+)
 
 
 def select_problems(config: SolExecBenchExperimentConfig) -> dict[str, Problem]:
@@ -126,6 +139,7 @@ def harness_systems() -> dict[str, Callable[[SolExecBenchExperimentConfig], SolE
 def run(
     harness_config: SolExecBenchConfig,
     config: SolExecBenchExperimentConfig,
+    context: SetupContext,
     profile: Profile,
     seed: int,
     progress: Progress,
@@ -137,10 +151,7 @@ def run(
     evaluations = 0
     ladder: dict[str, dict[str, list[EvaluationResult]]] = {}
     red: dict[str, dict[str, EvaluationResult]] = {}
-    device = host_device(harness_config.device)
-    sandbox = shared_sandbox(harness_config.threads, sandbox_cuda_visible(device))
-    hardware = experiment_hardware(harness_config)
-    with SolExecBench(harness_config, hardware=hardware, sandbox=sandbox) as bench:
+    with SolExecBench(harness_config, hardware=context.hardware, sandbox=context.sandbox) as bench:
         jobs = [
             (p, rung, r)
             for p in problems
@@ -337,5 +348,6 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="solexecbench",
 )

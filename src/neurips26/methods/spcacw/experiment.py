@@ -16,7 +16,6 @@ Two tasks (grid key ``task``):
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_int, check_positive
 from neurips26.data.federated import ClientData, digits_federation, linear_federation
@@ -160,10 +160,13 @@ def _run_synthetic(system: Any, config: SPCACWExperimentConfig, seed: int) -> di
     }
 
 
-@functools.lru_cache(maxsize=8)
-def _local_accuracy(key: str, seed: int) -> tuple[float, ...]:
-    """Local-only accuracies of the evaluated targets (cached per config and seed)."""
-    config = _CONFIGS[key]
+def _local_accuracy(
+    config: SPCACWExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> tuple[float, ...] | None:
+    """Local-only accuracies of the evaluated targets, which every system of a classification task is
+    compared with (None for the synthetic task)."""
+    if config.task == "synthetic":
+        return None
     task = _task(config, seed)
     run = run_baseline(
         BaselineConfig("local"), task.data, task.model, lr=task.method.lr, batch=task.batch,
@@ -173,7 +176,11 @@ def _local_accuracy(key: str, seed: int) -> tuple[float, ...]:
     return tuple(run.curve[-1].tolist())
 
 
-_CONFIGS: dict[str, SPCACWExperimentConfig] = {}
+SETUP = Setup(
+    "local_accuracy",
+    build=_local_accuracy,
+    key=lambda config, profile, seed: (repr(asdict(config)), seed),  # the config holds lists
+)
 
 
 def _digits(config: SPCACWExperimentConfig, seed: int):
@@ -220,7 +227,7 @@ def _task(config: SPCACWExperimentConfig, seed: int, method: SPCACWConfig | None
 
 
 def _run_digits(
-    system: Any, config: SPCACWExperimentConfig, seed: int, progress: Progress
+    system: Any, config: SPCACWExperimentConfig, local_accuracy: tuple[float, ...], seed: int
 ) -> dict[str, float]:
     task = _task(config, seed, system.method if isinstance(system, Weighted) else None)
     data, model, targets, method = task.data, task.model, task.targets, task.method
@@ -253,9 +260,7 @@ def _run_digits(
         )  # fmt: skip
         curve = np.asarray(run.curve)
     elapsed = time.perf_counter() - start
-    key = repr(asdict(config))
-    _CONFIGS[key] = config
-    local = np.asarray(_local_accuracy(key, seed))
+    local = np.asarray(local_accuracy)
     metrics.update(
         target_accuracy=float(curve[-1, 0]),
         target_auc=float(curve[:, 0].mean()),
@@ -267,7 +272,12 @@ def _run_digits(
 
 
 def run(
-    system: Any, config: SPCACWExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: Any,
+    config: SPCACWExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     """One cell: ``system`` on ``config.task`` with ``seed``."""
     torch.manual_seed(seed)
@@ -277,7 +287,7 @@ def run(
                 f"{_system_name(system)} needs per-client models; the synthetic target streams"
             )
         return _run_synthetic(system, config, seed)
-    return _run_digits(system, config, seed, progress)
+    return _run_digits(system, config, context.local_accuracy, seed)
 
 
 OURS = "spcacw"
@@ -358,5 +368,6 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours=OURS,
 )

@@ -7,10 +7,10 @@ the overlap of the kept set with SnapKV's, and key->value / passkey retrieval on
 with the questions placed after a distractor span (so they differ from the observation window).
 
 A press never changes the prefill's forward pass (it compresses the cache after each attention layer), so
-the cells of one seed share it: the first cell of a seed prefills each batch once and replays every press
-of the profile on it (:mod:`.replay`, equal to a separate prefill under the press, tested); the other cells
-of that seed read their numbers from memory. A cell's ``wall_s`` is therefore not one system's cost; the
-press's own step is ``press_s``.
+the cells of one seed share it: the seed's setup stage (``results``) prefills each batch once and replays
+every press of the profile at every keep ratio on it (:mod:`.replay`, equal to a separate prefill under the
+press, tested); each cell reads its numbers from that context. The shared cost is the cells' ``setup_s``,
+not their ``wall_s``; the press's own step is ``press_s``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.methods.spectralkv.baselines import BASELINES, PressRecipe, make_baseline
 from neurips26.methods.spectralkv.config import SpectralKVConfig
 
@@ -66,48 +67,52 @@ def _baseline(name: str) -> Any:
     return factory
 
 
-@functools.lru_cache(maxsize=2)
-def _model(name: str) -> tuple[Any, Any]:
+def _load_model(config: SpectralKVConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
+    """The zoo model, its tokenizer and its held-out tokens (one per worker and model)."""
     from neurips26 import zoo
-
-    return zoo.load(name)
-
-
-@functools.lru_cache(maxsize=2)
-def _heldout(name: str) -> Any:
     from neurips26.zoo.evaluation import heldout_tokens
 
-    return heldout_tokens(_model(name)[1])
+    model, tokenizer = zoo.load(config.model)
+    return model, tokenizer, heldout_tokens(tokenizer)
 
 
-@functools.lru_cache(maxsize=4)
-def _static_profile(name: str, prompts: int, tokens: int, gamma: float, window: int, sinks: int) -> Any:
-    """The offline profile: calibrated on train-split windows, never on the test data."""
+def _calibration_fields(config: SpectralKVConfig) -> tuple[Any, ...]:
+    method = config.method
+    return (
+        config.calibration_prompts,
+        config.calibration_tokens,
+        method.gamma,
+        method.window_size,
+        method.n_sink,
+    )
+
+
+def _profile_needs_calibration(config: SpectralKVConfig, profile: Profile) -> bool:
+    return any(SYSTEMS[name](config).needs_profile for name in _profile_systems(profile))
+
+
+def _static_profile(config: SpectralKVConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
+    """The offline budget profile (calibrated on train-split windows, never on the test data), or None
+    when no system of the profile reads one."""
+    if not _profile_needs_calibration(config, profile):
+        return None
     import torch
 
     from neurips26.methods.spectralkv.integration import calibrate_budget_profile
     from neurips26.zoo.press_eval import text_batch
     from neurips26.zoo.training import load_corpus_tokens
 
-    model, tokenizer = _model(name)
+    model, tokenizer, _ = context.model
     model.set_attn_implementation("sdpa")
     train = load_corpus_tokens(tokenizer, "train")
+    prompts, tokens, gamma, window, sinks = _calibration_fields(config)
     batch = text_batch(train.haystack.ids, np.random.default_rng(2026), prompts, tokens)
     windows = [row[None] for row in torch.unbind(batch)]
     return calibrate_budget_profile(model, windows, gamma=gamma, window_size=window, n_sink=sinks)
 
 
-_RESULTS: dict[str, dict[tuple[str, float], dict[str, float]]] = {}
-
-
-def _shared_key(
-    config: SpectralKVConfig, seed: int, names: tuple[str, ...], ratios: tuple[float, ...]
-) -> str:
-    import json
-
-    fields = dataclasses.asdict(config)
-    fields.pop("keep_ratio")
-    return json.dumps([fields, seed, names, ratios], sort_keys=True, default=str)
+def _profile_systems(profile: Profile) -> tuple[str, ...]:
+    return tuple(getattr(profile, "systems", None) or SYSTEMS)
 
 
 def _profile_ratios(profile: Profile, config: SpectralKVConfig) -> tuple[float, ...]:
@@ -115,43 +120,67 @@ def _profile_ratios(profile: Profile, config: SpectralKVConfig) -> tuple[float, 
     return tuple(sorted({float(r) for r in grid.get("keep_ratio", [])} | {float(config.keep_ratio)}))
 
 
-def run_cell(
-    system: PressRecipe, config: SpectralKVConfig, profile: Profile, seed: int, progress: Progress
-) -> dict[str, float]:
-    """The metrics of one (system, keep ratio, seed) cell (computed with the seed's other cells)."""
+def _seed_key(config: SpectralKVConfig, profile: Profile, seed: int) -> str:
+    """Everything the seed's results depend on: the config but its keep ratio (every ratio of the profile
+    is replayed on the same prefill), the seed, the profile's systems and ratios."""
+    import json
+
+    fields = dataclasses.asdict(config)
+    fields.pop("keep_ratio")
+    names, ratios = _profile_systems(profile), _profile_ratios(profile, config)
+    return json.dumps([fields, seed, names, ratios], sort_keys=True, default=str)
+
+
+def _seed_results(
+    config: SpectralKVConfig, profile: Profile, seed: int, context: SetupContext
+) -> dict[tuple[str, float], dict[str, float]]:
+    """Every (system, keep ratio) of the profile on the seed's data, sharing each prefill."""
     from neurips26.methods.spectralkv.seed_eval import evaluate_seed
 
-    names = tuple(getattr(profile, "systems", None) or SYSTEMS)
-    if system.name not in names:
-        names = (*names, system.name)
-    ratios = _profile_ratios(profile, config)
-    key = _shared_key(config, seed, names, ratios)
-    if key not in _RESULTS:
-        model, tokenizer = _model(config.model)
-        data = _heldout(config.model)
-        presses = {}
-        for ratio in ratios:
-            at = dataclasses.replace(config, keep_ratio=ratio)
-            for name in names:
-                recipe = system if name == system.name else SYSTEMS[name](at)
-                budget_profile = (
-                    _static_profile(
-                        config.model,
-                        config.calibration_prompts,
-                        config.calibration_tokens,
-                        config.method.gamma,
-                        config.method.window_size,
-                        config.method.n_sink,
-                    )
-                    if recipe.needs_profile
-                    else None
-                )
-                presses[(name, ratio)] = (
-                    functools.partial(recipe.press, at.compression_ratio, seed, budget_profile),
-                    recipe.attention == "eager",
-                )
-        _RESULTS[key] = evaluate_seed(model, tokenizer, data, config, presses, seed)
-    return dict(_RESULTS[key][(system.name, float(config.keep_ratio))])
+    model, tokenizer, data = context.model
+    presses = {}
+    for ratio in _profile_ratios(profile, config):
+        at = dataclasses.replace(config, keep_ratio=ratio)
+        for name in _profile_systems(profile):
+            recipe = SYSTEMS[name](at)
+            budget_profile = context.budget_profile if recipe.needs_profile else None
+            presses[(name, ratio)] = (
+                functools.partial(recipe.press, at.compression_ratio, seed, budget_profile),
+                recipe.attention == "eager",
+            )
+    return evaluate_seed(model, tokenizer, data, config, presses, seed)
+
+
+SETUP = (
+    Setup("model", build=_load_model, key=lambda config, profile, seed: config.model),
+    Setup(
+        "budget_profile",
+        build=_static_profile,
+        key=lambda config, profile, seed: (
+            config.model,
+            _calibration_fields(config),
+            _profile_needs_calibration(config, profile),
+        ),
+    ),
+    Setup("results", build=_seed_results, key=_seed_key),
+)
+
+
+def run_cell(
+    system: PressRecipe,
+    config: SpectralKVConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
+) -> dict[str, float]:
+    """The metrics of one (system, keep ratio, seed) cell, read from the seed's shared results."""
+    key = (system.name, float(config.keep_ratio))
+    if key not in context.results:
+        raise ValueError(
+            f"system {system.name!r} is not among the profile's systems {_profile_systems(profile)}"
+        )
+    return dict(context.results[key])
 
 
 METRICS = (
@@ -320,4 +349,5 @@ EXPERIMENT = Experiment(
     profiles=PROFILES,
     run=run_cell,
     ours=OURS,
+    setup=SETUP,
 )

@@ -10,7 +10,6 @@ Each task returns only its own metrics; claims are restricted to their task with
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.data.shallow_water import load_shallow_water
 from neurips26.data.spherical import SphericalDigits, load_spherical_digits
 from neurips26.methods.sprepe.baselines import (
@@ -114,20 +114,24 @@ SYSTEMS: dict[str, Callable[[SpRePEExperimentConfig], PositionEmbeddingSystem]] 
 }
 
 
-@functools.lru_cache(maxsize=4)
-def cached_digits(
-    split: str,
-    height: int,
-    width: int,
-    n_train: int,
-    n_test: int,
-    extent: float,
-    polar: float,
-    seam: float,
-    spin: float,
-    seed: int,
-) -> SphericalDigits:
-    """The data set is a pure function of these settings; all systems and seeds of a run share it."""
+def _digits_settings(config: SpRePEExperimentConfig) -> tuple[Any, ...]:
+    return (
+        config.split,
+        config.grid_height,
+        config.grid_width,
+        config.n_train,
+        config.n_test,
+        config.digit_extent_deg,
+        config.polar_min_lat,
+        config.seam_halfwidth_deg,
+        config.max_spin_deg,
+        config.data_seed,
+    )
+
+
+def load_digits(config: SpRePEExperimentConfig) -> SphericalDigits:
+    """Task A's data set: a pure function of :func:`_digits_settings`."""
+    split, height, width, n_train, n_test, extent, polar, seam, spin, seed = _digits_settings(config)
     return load_spherical_digits(
         split=split,
         height=height,
@@ -139,21 +143,6 @@ def cached_digits(
         seam_halfwidth=seam,
         max_spin_deg=spin,
         seed=seed,
-    )
-
-
-def digits_for(config: SpRePEExperimentConfig) -> SphericalDigits:
-    return cached_digits(
-        config.split,
-        config.grid_height,
-        config.grid_width,
-        config.n_train,
-        config.n_test,
-        config.digit_extent_deg,
-        config.polar_min_lat,
-        config.seam_halfwidth_deg,
-        config.max_spin_deg,
-        config.data_seed,
     )
 
 
@@ -219,6 +208,7 @@ def accuracy(model: SphericalViT, images: Tensor, labels: Tensor, batch_size: in
 def run_spherical_digits(
     system: PositionEmbeddingSystem,
     config: SpRePEExperimentConfig,
+    data: SphericalDigits,
     profile: Profile,
     seed: int,
     progress: Progress,
@@ -226,7 +216,6 @@ def run_spherical_digits(
     """Train the ViT with ``system``'s position embedding; accuracy on each test stratum and the cost."""
     torch.manual_seed(seed)
     np.random.seed(seed)
-    data = digits_for(config)
     model = build_model(system, config)
     images = torch.from_numpy(data.train_images).unsqueeze(1)
     labels = torch.from_numpy(data.train_labels)
@@ -245,38 +234,8 @@ def run_spherical_digits(
     return {name: float(value) for name, value in metrics.items()}
 
 
-@functools.lru_cache(maxsize=2)
-def cached_forecast_data(
-    n_train: int,
-    n_test: int,
-    snapshots: int,
-    height: int,
-    width: int,
-    interval_hours: float,
-    wind_rms: float,
-    max_ic_degree: int,
-    polar_min_lat: float,
-    seed: int,
-) -> tuple[ForecastData, np.ndarray, np.ndarray]:
-    """Trajectories (cached on disk) split and normalised; shared by all systems and seeds of a run."""
-    trajectories = load_shallow_water(
-        n_train + n_test,
-        snapshots,
-        height=height,
-        width=width,
-        interval_hours=interval_hours,
-        wind_rms=wind_rms,
-        max_ic_degree=max_ic_degree,
-        seed=seed,
-    )
-    data = prepare_forecast_data(
-        trajectories.fields, trajectories.lat, trajectories.latitude_weights, n_train, polar_min_lat
-    )
-    return data, trajectories.lat, trajectories.lon
-
-
-def forecast_data_for(config: SpRePEExperimentConfig) -> tuple[ForecastData, np.ndarray, np.ndarray]:
-    return cached_forecast_data(
+def _forecast_settings(config: SpRePEExperimentConfig) -> tuple[Any, ...]:
+    return (
         config.swe_n_train_trajectories,
         config.swe_n_test_trajectories,
         config.swe_snapshots,
@@ -288,6 +247,38 @@ def forecast_data_for(config: SpRePEExperimentConfig) -> tuple[ForecastData, np.
         config.polar_min_lat,
         config.data_seed,
     )
+
+
+def load_forecast_data(config: SpRePEExperimentConfig) -> tuple[ForecastData, np.ndarray, np.ndarray]:
+    """Task B's trajectories (cached on disk), split and normalised, from :func:`_forecast_settings`."""
+    n_train, n_test, snapshots, height, width, hours, wind, degree, polar, seed = _forecast_settings(config)
+    trajectories = load_shallow_water(
+        n_train + n_test,
+        snapshots,
+        height=height,
+        width=width,
+        interval_hours=hours,
+        wind_rms=wind,
+        max_ic_degree=degree,
+        seed=seed,
+    )
+    data = prepare_forecast_data(
+        trajectories.fields, trajectories.lat, trajectories.latitude_weights, n_train, polar
+    )
+    return data, trajectories.lat, trajectories.lon
+
+
+def _task_data(config: SpRePEExperimentConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
+    """The task's data set, shared by every system and seed with the same data settings."""
+    return load_digits(config) if config.task == "digits" else load_forecast_data(config)
+
+
+def _task_data_key(config: SpRePEExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
+    settings = _digits_settings(config) if config.task == "digits" else _forecast_settings(config)
+    return (config.task, *settings)
+
+
+SETUP = Setup("data", build=_task_data, key=_task_data_key)
 
 
 def build_forecaster(
@@ -312,6 +303,7 @@ def build_forecaster(
 def run_shallow_water(
     system: PositionEmbeddingSystem,
     config: SpRePEExperimentConfig,
+    task_data: tuple[ForecastData, np.ndarray, np.ndarray],
     profile: Profile,
     seed: int,
     progress: Progress,
@@ -319,7 +311,7 @@ def run_shallow_water(
     """Train the forecaster with ``system``'s position embedding; height RMSE/ACC at 1 step and rollout."""
     torch.manual_seed(seed)
     np.random.seed(seed)
-    data, lat, lon = forecast_data_for(config)
+    data, lat, lon = task_data
     model = build_forecaster(system, config, lat, lon)
     train_seconds = timed_training(
         model,
@@ -345,6 +337,7 @@ DIGITS_ONLY_FIELDS = ("split", "max_spin_deg", "digit_extent_deg", "n_train", "n
 def run_experiment_cell(
     system: PositionEmbeddingSystem,
     config: SpRePEExperimentConfig,
+    context: SetupContext,
     profile: Profile,
     seed: int,
     progress: Progress,
@@ -352,12 +345,12 @@ def run_experiment_cell(
     """Dispatch on ``config.task``. A grid that also sweeps digits-only fields runs Task B once, at their
     first listed values; at the other values its cells are ``n/a`` instead of repeats."""
     if config.task == "digits":
-        return run_spherical_digits(system, config, profile, seed, progress)
+        return run_spherical_digits(system, config, context.data, profile, seed, progress)
     for name in DIGITS_ONLY_FIELDS:
         values = profile.grid.get(name)
         if values and getattr(config, name) != values[0]:
             raise NotApplicable(f"{name} does not apply to the shallow-water task")
-    return run_shallow_water(system, config, profile, seed, progress)
+    return run_shallow_water(system, config, context.data, profile, seed, progress)
 
 
 SYSTEM_NAMES = tuple(SYSTEMS)
@@ -541,5 +534,6 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run_experiment_cell,
+    setup=SETUP,
     ours="sprepe_sh",
 )

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import torch
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
+from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.methods.styleroute import baselines
 from neurips26.methods.styleroute.config import StyleRouteConfig
@@ -133,20 +133,33 @@ SYSTEMS = {
 }
 
 
-@lru_cache(maxsize=8)
 def _gate(style: str) -> bool:
     card = PRIORS_DIR / style / "card.json"
     return bool(card.is_file() and json.loads(card.read_text())["gate"]["passed"])
 
 
-@lru_cache(maxsize=8)
-def _pipeline(style: str) -> StyleRoutePipeline:
-    return StyleRoutePipeline(load_prior(style), make_scheduler())
+@dataclass(frozen=True)
+class StyleAssets:
+    """What every system of a seed shares: its style's prior pipeline, sanity gate and style reference."""
+
+    pipeline: StyleRoutePipeline
+    gate: bool
+    reference: StyleReference
 
 
-@lru_cache(maxsize=8)
-def _style_reference(style: str) -> StyleReference:
-    return StyleReference(load_style(style))
+def _style_key(config: StyleRouteExperimentConfig, profile: Profile, seed: int) -> str:
+    return pair_for_seed(seed, config.contents_per_seed)[0]
+
+
+def _style_assets(
+    config: StyleRouteExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> StyleAssets:
+    style = _style_key(config, profile, seed)
+    pipeline = StyleRoutePipeline(load_prior(style), make_scheduler())
+    return StyleAssets(pipeline, _gate(style), StyleReference(load_style(style)))
+
+
+SETUP = Setup("style", build=_style_assets, key=_style_key)
 
 
 def pair_for_seed(seed: int, count: int) -> tuple[str, tuple[str, ...]]:
@@ -157,7 +170,7 @@ def pair_for_seed(seed: int, count: int) -> tuple[str, tuple[str, ...]]:
 
 
 def generate(
-    system: System, style: str, contents: np.ndarray, style_image: np.ndarray, seed: int
+    system: System, pipe: StyleRoutePipeline, contents: np.ndarray, style_image: np.ndarray, seed: int
 ) -> list[np.ndarray]:
     """The system's outputs ``(B, H, W, 3)``, one per sweep value."""
     if system.kind in ("region_adain", "global_adain", "gatys"):
@@ -184,7 +197,6 @@ def generate(
                     )
                 )
         return outs
-    pipe = _pipeline(style)
     den = pipe.denoiser
     if system.kind == "sdedit":
         return [
@@ -227,7 +239,12 @@ def score(
 
 
 def run(
-    system: System, config: StyleRouteExperimentConfig, profile: Profile, seed: int, progress: Progress
+    system: System,
+    config: StyleRouteExperimentConfig,
+    context: SetupContext,
+    profile: Profile,
+    seed: int,
+    progress: Progress,
 ) -> dict[str, float]:
     torch.manual_seed(seed)
     style, names = pair_for_seed(seed, config.contents_per_seed)
@@ -235,9 +252,9 @@ def run(
     style_image = load_style(style)
     masks = [object_mask(n, config.size) for n in names]
     start = time.perf_counter()
-    outputs = generate(system, style, contents, style_image, seed)
+    outputs = generate(system, context.style.pipeline, contents, style_image, seed)
     seconds = (time.perf_counter() - start) / (len(contents) * len(outputs))
-    reference = _style_reference(style)
+    reference = context.style.reference
     hv, hv_tex, mids = [], [], []
     for i, content in enumerate(contents):
         base = score(content, content, reference, masks[i])
@@ -250,7 +267,7 @@ def run(
         mids.append(points[len(points) // 2])
     metrics = {k: float(np.mean([m[k] for m in mids])) for k in mids[0]}
     metrics.update(hv=float(np.mean(hv)), hv_texture=float(np.mean(hv_tex)), seconds_per_image=seconds)
-    gate = _gate(style)
+    gate = context.style.gate
     if not gate:  # the issue's gate: a prior too weak to judge any method
         metrics = {k: (v if k == "seconds_per_image" else float("nan")) for k, v in metrics.items()}
     metrics["prior_gate"] = float(gate)
@@ -346,5 +363,6 @@ EXPERIMENT = Experiment(
         ),
     },
     run=run,
+    setup=SETUP,
     ours="styleroute",
 )
