@@ -22,12 +22,17 @@ MarginScale = Literal["relative", "absolute"]
 
 @dataclass(frozen=True)
 class Metric:
-    """One reported number. ``goal`` says whether lower or higher is better."""
+    """One reported number. ``goal`` says whether lower or higher is better.
+
+    ``timing=True`` marks a wall-clock time or a value derived from one (a speed-up, a validity decided
+    under a time limit): it varies from run to run, so comparisons of two results leave it out.
+    """
 
     name: str
     goal: Goal
     unit: str = ""
     description: str = ""
+    timing: bool = False
 
     def __post_init__(self) -> None:
         if self.goal not in ("min", "max"):
