@@ -1,7 +1,8 @@
 """``neurips26``: list, info, run, report, doctor, plus the tools some methods ship (zoo, solar, ...).
 
 Exit codes: 0 all ran; 1 some method errored (the others still ran and were saved); 2 usage error;
-3 a claim failed under ``--strict``. ``report --compare``: 0 identical non-timing values, 1 some differ.
+3 a claim failed under ``--strict`` (refuted) or was not reproduced under ``--strict=all``.
+``report --compare``: 0 identical non-timing values, 1 some differ.
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.publish:
             print(f"{spec.slug}: published {publish_result(result)}")
         errored |= info["status"] != "ok"
-        failed_claims |= any(c["reproduced"] == "false" for c in result["claims"])
+        failed_claims |= any(not strict_passes(c["reproduced"], args.strict) for c in result["claims"])
     overall.close()
     if pool is not None:
         pool.close()
@@ -263,6 +264,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if errored:
         return EXIT_METHOD_ERROR
     return EXIT_CLAIM_FAILED if (args.strict and failed_claims) else EXIT_OK
+
+
+STRICT_MODES = ("refuted", "all")
+
+
+def strict_passes(verdict: str, mode: str | None) -> bool:
+    """Whether a claim's verdict lets a ``--strict=mode`` run exit 0 (``None``: not strict)."""
+    if mode is None:
+        return True
+    return verdict == "true" if mode == "all" else verdict != "false"
 
 
 def _methods_bar(budgets: Sequence[float]) -> Any:
@@ -446,7 +457,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--publish", action="store_true", help="also write results/<slug>/<profile>.json (committed results)"
     )
     run.add_argument("--force", action="store_true", help="recompute cells that are already saved")
-    run.add_argument("--strict", action="store_true", help="exit 3 when a claim is not reproduced")
+    run.add_argument(
+        "--strict",
+        nargs="?",
+        const="refuted",
+        default=None,
+        choices=STRICT_MODES,
+        help="exit 3 when a judged claim is refuted (--strict, the same as --strict=refuted) or when any is "
+        "not reproduced, i.e. inconclusive, vacuous or refuted (--strict=all)",
+    )
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     run.add_argument("--executor", choices=("local", "ray"), default="local")
     run.add_argument(
@@ -535,8 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in TOOLS:  # the tool parses its own options, --help included
         return run_tool_command(argv[0], argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     args.argv = argv
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -552,6 +570,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line (argparse errors exit 2)."""
+    # a bare `--strict` takes no value: `run --strict samhybrid` must not read the slug as the mode
+    return build_parser().parse_args(["--strict=refuted" if arg == "--strict" else arg for arg in argv])
 
 
 def _interrupt(signum: int, frame: Any) -> None:

@@ -29,6 +29,7 @@ def run_cells(
     cells: Sequence[CellSpec],
     jobs: int = 1,
     overrides: Mapping | None = None,
+    deterministic: bool = True,
 ) -> list[dict]:
     """Run ``cells`` of the experiment in this process (in order) or in ``jobs`` spawned workers."""
     from neurips26.bench.pool import CellPool
@@ -37,7 +38,8 @@ def run_cells(
     experiment = load_experiment(experiment_ref)
     chosen = experiment.profile(profile)
     tasks = [
-        CellTask(experiment_ref, s, dict(p), seed, chosen, dict(overrides or {})) for s, p, seed in cells
+        CellTask(experiment_ref, s, dict(p), seed, chosen, dict(overrides or {}), deterministic=deterministic)
+        for s, p, seed in cells
     ]
     if jobs <= 1:
         return [execute_cell(task, experiment) for task in tasks]
@@ -52,6 +54,7 @@ def cells_under(
     *,
     jobs: int = 1,
     omp_threads: int = 1,
+    deterministic: bool = True,
     timeout_s: float = 600.0,
 ) -> list[dict]:
     """``run_cells`` in a fresh interpreter whose ``OMP_NUM_THREADS`` is ``omp_threads``.
@@ -62,7 +65,13 @@ def cells_under(
     package_parent = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "OMP_NUM_THREADS": str(omp_threads), "MKL_NUM_THREADS": str(omp_threads)}
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])])
-    request = {"ref": experiment_ref, "profile": profile, "cells": [list(c) for c in cells], "jobs": jobs}
+    request = {
+        "ref": experiment_ref,
+        "profile": profile,
+        "cells": [list(c) for c in cells],
+        "jobs": jobs,
+        "deterministic": deterministic,
+    }
     done = subprocess.run(
         [sys.executable, "-m", "neurips26.testing.reproducibility"],
         input=json.dumps(request),
@@ -79,6 +88,15 @@ def cells_under(
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def smoke_cells(experiment: Any, profile: str = "smoke") -> list[CellSpec]:
+    """One cell of ours and one of its first other system, at the profile's first grid point, seed 0."""
+    chosen = experiment.profile(profile)
+    names = experiment.system_names(chosen)
+    other = next(name for name in names if name != experiment.ours)
+    point = chosen.points()[0]
+    return [(experiment.ours, point, 0), (other, point, 0)]
+
+
 def non_timing_values(cells: Sequence[Mapping[str, Any]], timing: Sequence[str]) -> dict[str, Any]:
     """``system point seed`` -> (status, every metric but the timing ones), for exact comparison."""
     return {
@@ -93,7 +111,13 @@ def non_timing_values(cells: Sequence[Mapping[str, Any]], timing: Sequence[str])
 def _main() -> int:
     request = json.loads(sys.stdin.read())
     cells = [(system, point, seed) for system, point, seed in request["cells"]]
-    out = run_cells(request["ref"], request["profile"], cells, jobs=request["jobs"])
+    out = run_cells(
+        request["ref"],
+        request["profile"],
+        cells,
+        jobs=request["jobs"],
+        deterministic=request["deterministic"],
+    )
     print(json.dumps(out))
     return 0
 
