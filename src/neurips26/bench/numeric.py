@@ -8,8 +8,11 @@ moves floating-point results between those settings, so each cell runs with
   (through ``threadpoolctl``; ``torch.set_num_threads`` alone leaves OpenBLAS on every core);
 - torch's deterministic algorithms (``warn_only=True``: an op without a deterministic kernel warns instead
   of failing the cell), and on CUDA the cuBLAS workspace setting those need;
-- the seed of the cell (``neurips26.core.seeding.seed_everything``), the same for every system of a seed so
-  that paired comparisons see the same data.
+- the seed of the cell (``seed_everything(seed)`` in ``execute_cell``): a function of the cell's seed
+  alone, so of (slug, point, system, seed) only, never of the worker or the order. It is deliberately
+  *not* mixed with the system or point: every system of a seed sees the same data and initial draws
+  (common random numbers make the paired differences the claims test), and every published number was
+  made under it (a new derivation would move them all).
 
 ``numeric_environment`` is what ``run_info["numeric"]`` records, so two results can be compared knowing
 whether they were made under the same settings.
@@ -74,7 +77,8 @@ def numeric_environment(
     *, threads: int, deterministic: bool, jobs: int | None, executor: str, device: str
 ) -> dict[str, Any]:
     """What a run's numbers were made under: threads per cell, workers, executor and library versions."""
-    import numpy  # noqa: F401 -- loaded so that its BLAS shows in ``blas``
+    import numpy  # noqa: F401 -- loaded, with scipy's, so that ``blas`` lists the same libraries every run
+    import scipy.linalg  # noqa: F401
     import torch
 
     return {
