@@ -303,3 +303,10 @@ def test_parallel_jobs_give_the_numbers_of_one_process_and_one_pool_serves_sever
     alone = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "alone", profile="smoke")
     assert one["systems"] == two["systems"] == alone["systems"]
     assert one["run_info"]["jobs"] == 2
+
+
+def test_cells_made_under_other_numeric_settings_are_not_reused(tmp_path) -> None:
+    run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke")
+    other = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", threads=2)
+    assert other["run_info"]["resumed_cells"] == 0 and other["run_info"]["numeric"]["threads"] == 2
+    assert {c["numeric"]["threads"] for c in other["cells"]} == {2}
