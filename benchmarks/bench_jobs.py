@@ -10,7 +10,9 @@ and its ratio to one worker:
   auto                      ``--jobs auto`` (the default): in-process below a minute of budget, else a
                             shared pool of one worker per core
 
-Usage: PYTHONPATH=src python benchmarks/bench_jobs.py [SLUG ...]   (default: screensearch samhybrid poes)
+Usage: PYTHONPATH=src python benchmarks/bench_jobs.py [--reverse] [SLUG ...]
+(default slugs: screensearch samhybrid poes; --reverse runs the modes in the opposite order, so that a
+drift of the machine's load between modes shows as a difference between the two orders)
 """
 
 from __future__ import annotations
@@ -54,10 +56,11 @@ def run_mode(mode: str, slugs: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def main(slugs: list[str]) -> int:
-    slugs = slugs or list(DEFAULT_SLUGS)
+def main(args: list[str]) -> int:
+    reverse = "--reverse" in args
+    slugs = [arg for arg in args if arg != "--reverse"] or list(DEFAULT_SLUGS)
     walls = {}
-    for mode in MODES:
+    for mode in reversed(MODES) if reverse else MODES:
         start = time.perf_counter()
         done = subprocess.run(
             [sys.executable, __file__, "--mode", mode, *slugs], capture_output=True, text=True, check=False
@@ -72,7 +75,8 @@ def main(slugs: list[str]) -> int:
         )
     base = walls["jobs=1"][0]
     print(f"\nsmoke profiles of {', '.join(slugs)}; ratio to jobs=1 (lower is faster):")
-    for mode, (wall, _) in walls.items():
+    for mode in MODES:
+        wall = walls[mode][0]
         print(f"  {mode:24s} {wall / base:5.2f}x")
     return 0
 
