@@ -10,6 +10,12 @@ and its ratio to one worker:
   auto                      ``--jobs auto`` (the default): in-process below a minute of budget, else a
                             shared pool of one worker per core
 
+Measured 2026-12-04 on the default slugs (2 cores, load 10-13 from other sessions, so wall times drift
+between modes; ``auto`` takes the jobs=1 path here since every smoke budget is under a minute):
+  forward order:  jobs=1 1.00x, pool per method 2.25x, shared pool 0.99x, auto 0.57x
+  reversed order: jobs=1 1.00x, pool per method 4.38x, shared pool 3.33x, auto 2.70x
+(auto and jobs=1 run the same code; their spread is the machine's load.)
+
 Usage: PYTHONPATH=src python benchmarks/bench_jobs.py [--reverse] [SLUG ...]
 (default slugs: screensearch samhybrid poes; --reverse runs the modes in the opposite order, so that a
 drift of the machine's load between modes shows as a difference between the two orders)

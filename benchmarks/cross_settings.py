@@ -8,7 +8,14 @@ processes under
      2-core machine cost minutes; tests/bench/test_cross_settings.py does use one),
   C: as A with torch's deterministic algorithms off (how the published results were made).
 Prints, per method, the wall time of each setting and every metric that differs A vs B and A vs C.
-Metrics the experiment declares ``timing=True`` are left out. Usage:
+Metrics the experiment declares ``timing=True`` are left out.
+
+Measured 2026-12-04 (2-core machine at load ~12): all 19 methods identical A vs B and A vs C on every
+non-timing value; the only values that differed were the wall-time metrics now declared timing (samhybrid
+train_seconds, screensearch seconds/actions_per_s, styleroute seconds_per_image). So torch's deterministic
+algorithms moved no smoke value (published numbers stay). Smoke cells over 20 s there: spectralkv-static
+137 s (its first cell computes every system), sast zero_shot 67 s, scalebits 38/21 s, solexecbench 36 s,
+snapmla bf16 31 s, semfas concat_erm 21 s; the whole check took about 30 minutes. Usage:
 
     PYTHONPATH=src python benchmarks/cross_settings.py [SLUG ...]
 """
