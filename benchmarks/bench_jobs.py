@@ -13,8 +13,10 @@ and its ratio to one worker:
 Measured 2026-12-04 on the default slugs (2 cores, load 10-13 from other sessions, so wall times drift
 between modes; ``auto`` takes the jobs=1 path here since every smoke budget is under a minute):
   forward order:  jobs=1 1.00x, pool per method 2.25x, shared pool 0.99x, auto 0.57x
-  reversed order: jobs=1 1.00x, pool per method 4.38x, shared pool 3.33x, auto 2.70x
-(auto and jobs=1 run the same code; their spread is the machine's load.)
+  reversed order: jobs=1 1.00x, pool per method 4.38x, shared pool 3.33x, auto 2.70x (tests ran beside)
+  forward, quiet: jobs=1 1.00x, pool per method 2.85x, shared pool 1.64x, auto 0.44x
+(auto and jobs=1 run the same code; their spread is the load and which mode warms the file cache first.
+A pool per method is 2.3-4.4x slower than one process, as issue #42 measured; a shared pool is 1.0-3.3x.)
 
 Usage: PYTHONPATH=src python benchmarks/bench_jobs.py [--reverse] [SLUG ...]
 (default slugs: screensearch samhybrid poes; --reverse runs the modes in the opposite order, so that a
