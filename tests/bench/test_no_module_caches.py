@@ -30,7 +30,7 @@ ALLOWED = {
     "scalebits/integration.py": {"_HANDLERS": "the quantize_ handler registry, filled at import"},
     "semanticdialect/codec.py": {"_lut_cached()": "a small decode table per dialect set (pure)"},
     "solar/hardware.py": {
-        "_PROCESS_SPECS": "the library's per-process calibration of this machine (peaks only rise; issue #50)",
+        "_PROCESS_SPECS": "this process's calibration of the machine (peaks only rise; issue #50)",
         "_LAST_REFRESH": "when this process last re-calibrated a spec (rate limit of re-calibration)",
         "_SUPERSEDED": "a calibration this process replaced -> its replacement (same machine, same process)",
     },

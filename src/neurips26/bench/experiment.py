@@ -30,6 +30,8 @@ class Metric:
     ``floor_source`` saying why: a compared system that does not clear it is ``broken``, and a claim
     comparing it is ``inconclusive: <system> below floor``. A floor measured by a system (the
     un-adapted model) is declared with ``Experiment.floors`` instead.
+    ``timing=True`` marks a wall-clock time or a value derived from one (a speed-up, a validity decided
+    under a time limit): it varies from run to run, so comparisons of two results leave it out.
     """
 
     name: str
@@ -38,6 +40,7 @@ class Metric:
     description: str = ""
     floor: float | None = None
     floor_source: str = ""
+    timing: bool = False
 
     def __post_init__(self) -> None:
         if self.goal not in ("min", "max"):

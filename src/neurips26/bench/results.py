@@ -5,6 +5,7 @@ Both are versioned and validated when read back, so a corrupt or foreign file is
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -89,6 +90,16 @@ def meta_info() -> dict[str, Any]:
         info["torch_threads"] = torch.get_num_threads()
         info["cuda"] = torch.cuda.is_available()
     return info
+
+
+def cell_checksum(cell: Mapping[str, Any]) -> str:
+    """A digest of a cell's content (every key but ``checksum``), to notice a hand-edited saved cell.
+
+    Canonical JSON (sorted keys, no spaces), so the digest of a cell equals that of the cell read back.
+    """
+    body = {key: value for key, value in cell.items() if key != "checksum"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def point_key(point: Mapping[str, Any]) -> str:

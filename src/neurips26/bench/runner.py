@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,11 +21,15 @@ from typing import Any
 
 from neurips26.bench.claims import evaluate_claim, system_floor_flags
 from neurips26.bench.experiment import Experiment, NotApplicable, Profile
+from neurips26.bench.fingerprint import code_fingerprint
+from neurips26.bench.numeric import numeric_environment, pinned_numerics
+from neurips26.bench.pool import CellPool, choose_jobs, run_on_ray
 from neurips26.bench.progress import Heartbeat, TqdmProgress
 from neurips26.bench.results import (
     CELL_SCHEMA,
     RESULT_SCHEMA,
     ResultsFileError,
+    cell_checksum,
     meta_info,
     point_key,
     read_cell,
@@ -52,6 +57,7 @@ class CellTask:
     overrides: dict = field(default_factory=dict)
     threads: int = 1
     device: str = "cpu"
+    deterministic: bool = True  # torch's deterministic algorithms (see neurips26.bench.numeric)
 
     @property
     def cell_id(self) -> str:
@@ -72,9 +78,11 @@ def load_experiment(ref: str) -> Experiment:
 
 
 def execute_cell(task: CellTask, experiment: Experiment | None = None, progress: Any = None) -> dict:
-    """Run one cell: seed, build the config and system, call ``run``, measure; never raises."""
-    import torch
+    """Run one cell: seed, build the config and system, call ``run``, measure; never raises.
 
+    The cell runs under ``pinned_numerics`` (its threads, deterministic kernels), so its values do not
+    depend on the process, the worker count or the cells run before it in the same process.
+    """
     experiment = experiment or load_experiment(task.experiment_ref)
     profile = task.profile
     config = experiment.config_for(profile, task.point, task.overrides)
@@ -89,11 +97,14 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
         "metrics": {},
         "error": None,
         "device": device,
+        "numeric": cell_numerics(task),
     }
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(task.threads)  # results must not depend on the executor's thread count
     try:
-        with measured() as cost, _device_for_run(device):
+        with (
+            pinned_numerics(task.threads, task.deterministic, device),
+            measured() as cost,
+            _device_for_run(device),
+        ):
             context = cell_setup(WORKER_STORE, experiment, config, profile, task.seed, cell)
             seed_everything(task.seed)
             system = experiment.build_system(task.system, config)
@@ -115,11 +126,14 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
         cell["status"] = "error"
         cell["error"] = f"{type(exc).__name__}: {exc}"
         cell["traceback"] = traceback.format_exc(limit=8)
-    finally:
-        torch.set_num_threads(previous_threads)
     cell["wall_s"] = cost.seconds - cell.get("setup_s", 0.0) if "cost" in locals() else None  # setup apart
     cell["peak_rss_mb"] = cost.peak_rss_mb if "cost" in locals() else None
     return cell
+
+
+def cell_numerics(task: CellTask) -> dict:
+    """The numeric settings a cell records and must match to be reused."""
+    return {"threads": task.threads, "deterministic": task.deterministic}
 
 
 def _cell_device(experiment: Experiment, requested: str) -> str:
@@ -200,46 +214,28 @@ def plan_cells(
     ]
 
 
-_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-_LARGE_FILE = 256 * 1024  # weights and checkpoints: re-read only when their size or mtime changes
-_large_file_digests: dict[tuple[str, int, int], bytes] = {}
+def _saved_cell(path: Path, expected_hash: str, code: str, numeric: dict) -> tuple[dict | None, str | None]:
+    """The saved cell if it finished with the same config, code and numeric settings, else None.
 
-
-def _file_digest(path: Path) -> bytes:
-    stat = path.stat()
-    if stat.st_size < _LARGE_FILE:  # sources are always re-read: an edit can keep size and mtime tick
-        return hashlib.sha256(path.read_bytes()).digest()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _large_file_digests:
-        _large_file_digests[key] = hashlib.sha256(path.read_bytes()).digest()
-    return _large_file_digests[key]
-
-
-def code_fingerprint(root: Path = _PACKAGE_ROOT) -> str:
-    """A digest of every file of the installed package (sources, committed weights and checkpoints).
-
-    A saved cell is resumed only under the same fingerprint: the config hash alone cannot see a changed
-    algorithm.
+    The second value says why a cell that exists is not reused when that is news to the user: a cell whose
+    content no longer matches its checksum was edited by hand (or half-copied) and is recomputed.
+    Errors are retried silently, as are cells of another config or code (the run resumes what it can).
     """
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + _file_digest(path))
-    return digest.hexdigest()[:16]
-
-
-def _saved_cell(path: Path, expected_hash: str, code: str) -> dict | None:
-    """The saved cell if it finished with the same config and code, else None (errors are retried)."""
     if not path.exists():
-        return None
+        return None, None
     try:
         cell = read_cell(path)
     except ResultsFileError:
-        return None
+        return None, None
+    if "checksum" not in cell:  # an older cell format: never reused, nothing to report
+        return None, None
+    if cell["checksum"] != cell_checksum(cell):
+        return None, "edited by hand (content does not match its checksum)"
     if cell["config_hash"] != expected_hash or cell["status"] not in ("ok", "n/a", "nan"):
-        return None
-    if cell.get("code_fingerprint") != code:
-        return None
-    return cell
+        return None, None
+    if cell.get("code_fingerprint") != code or cell.get("numeric") != numeric:
+        return None, None
+    return cell, None
 
 
 def _execute_local(
@@ -248,49 +244,25 @@ def _execute_local(
     on_done: Callable[[CellTask, dict], None],
     desc: str,
     jobs: int,
+    pool: CellPool | None = None,
 ) -> None:
-    """Run cells in this process (``jobs=1``) or in a pool of ``jobs`` worker processes."""
+    """Run cells in this process (``jobs=1``) or in worker processes (``pool``, else a pool of ``jobs``)."""
     progress = TqdmProgress()
     if jobs <= 1 or len(tasks) <= 1:
         iterator: Iterable[CellTask] = progress.loop(tasks, total=len(tasks), desc=desc)
         for task in iterator:
             on_done(task, execute_cell(task, experiment, progress))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    # spawn, not fork: forking a process that has started torch's (or JAX's) thread pools can deadlock.
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    owned = pool is None
+    pool = pool or CellPool(jobs)
     try:
-        futures = {pool.submit(execute_cell, task): task for task in tasks}
-        for future in progress.loop(as_completed(futures), total=len(futures), desc=desc):
-            on_done(futures[future], future.result())
+        for task, cell in progress.loop(pool.run(execute_cell, tasks), total=len(tasks), desc=desc):
+            on_done(task, cell)
     except BaseException:
-        # Ctrl-C / SIGTERM: finished cells are saved; stop the workers without waiting for queued cells
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in workers:
-            process.terminate()
+        pool.terminate()  # Ctrl-C / SIGTERM: finished cells are saved; queued ones are dropped
         raise
-    pool.shutdown(wait=True)
-
-
-def _execute_ray(tasks: list[CellTask], on_done: Callable[[CellTask, dict], None]) -> None:
-    import os
-
-    try:
-        import ray
-    except ImportError as exc:
-        raise RuntimeError("--executor ray needs the dist extra: pip install 'neurips26[dist]'") from exc
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    remote_cell = ray.remote(num_cpus=1)(execute_cell)
-    pending = {remote_cell.remote(task): task for task in tasks}
-    while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            on_done(pending.pop(ref), ray.get(ref))
+    if owned:
+        pool.close()
 
 
 def run_experiment(
@@ -304,16 +276,19 @@ def run_experiment(
     force: bool = False,
     executor: str = "local",
     threads: int = 1,
-    jobs: int = 1,
+    jobs: int | str = 1,
     device: str = "cpu",
+    pool: CellPool | None = None,
     command: str | None = None,
     heartbeat_s: float | None = None,
     on_cell: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Run every cell of ``profile`` (resuming), then aggregate and save ``out_dir/result.json``.
 
-    ``jobs`` worker processes run cells side by side for the local executor; every cell runs on
-    ``threads`` torch threads whatever the executor, so the numbers do not depend on either. ``device``
+    ``jobs`` worker processes run cells side by side for the local executor (``"auto"``: one in-process
+    for a short run, see ``neurips26.bench.pool.choose_jobs``; ``pool``: a pool shared with other methods);
+    every cell runs on ``threads`` torch/BLAS threads with deterministic torch kernels whatever the
+    executor, so the numbers do not depend on either (``run_info["numeric"]`` records them). ``device``
     is where cells run when the experiment supports it; ``command`` is recorded for provenance;
     ``heartbeat_s`` prints a progress line that often (for logs without a terminal); ``on_cell(done,
     total)`` is called after each finished cell (the CLI's overall bar uses it).
@@ -325,8 +300,7 @@ def run_experiment(
     n_seeds = chosen.seeds if seeds is None else seeds
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValueError(f"seeds must be a positive integer, got {n_seeds!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    choose_jobs(jobs, 0, 0.0)  # validates jobs before any work
     overrides = dict(overrides or {})
     base_config = experiment.config_for(chosen, {}, overrides)  # validates --set before any work
     for point in chosen.points():
@@ -335,21 +309,30 @@ def run_experiment(
     out = Path(out_dir)
     cells_dir = out / "cells"
     tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads, device)
-    code = code_fingerprint()
+    code = code_fingerprint(experiment_ref)
     cells: dict[str, dict] = {}
     pending: list[CellTask] = []
+    edited: list[str] = []
     for task in tasks:
         expected = config_hash(experiment.config_for(chosen, task.point, overrides))
-        saved = None if force else _saved_cell(cells_dir / f"{task.cell_id}.json", expected, code)
+        path = cells_dir / f"{task.cell_id}.json"
+        saved, why = (None, None) if force else _saved_cell(path, expected, code, cell_numerics(task))
+        if why is not None:
+            edited.append(task.cell_id)
+            print(f"{experiment.slug}: saved cell {path} was {why}: recomputing it", file=sys.stderr)
         if saved is None:
             pending.append(task)
         else:
             cells[task.cell_id] = saved
+    workers = choose_jobs(jobs, len(pending), chosen.budget_s * len(pending) / max(len(tasks), 1))
+    if pool is not None and workers > 1:  # a shared pool runs on its own workers
+        workers = pool.jobs
 
     pending = order_cells_by_setup(experiment, pending)  # cells sharing a setup key run back to back
 
     def save(task: CellTask, cell: dict) -> None:
         cell["code_fingerprint"] = code
+        cell["checksum"] = cell_checksum(cell)
         atomic_write_json(cells_dir / f"{task.cell_id}.json", cell)
         cells[task.cell_id] = cell
 
@@ -364,9 +347,9 @@ def run_experiment(
                 on_cell(beat.done, len(pending))
 
         if executor == "ray":
-            _execute_ray(pending, save_and_count)
+            run_on_ray(execute_cell, pending, save_and_count)
         else:
-            _execute_local(pending, experiment, save_and_count, desc=experiment.slug, jobs=jobs)
+            _execute_local(pending, experiment, save_and_count, experiment.slug, workers, pool)
     ordered = [cells[task.cell_id] for task in tasks]
     result = aggregate(experiment, chosen, ordered, base_config, n_seeds)
     result["run_info"].update(
@@ -375,7 +358,16 @@ def run_experiment(
         executor=executor,
         resumed_cells=len(tasks) - len(pending),
         code_fingerprint=code,
-        jobs=jobs if executor == "local" else None,
+        jobs=workers if executor == "local" else None,
+        threads=threads,
+        numeric=numeric_environment(
+            threads=threads,
+            deterministic=all(task.deterministic for task in tasks),
+            jobs=workers if executor == "local" else None,
+            executor=executor,
+            device=device,
+        ),
+        edited_cells=edited,
         overrides=overrides,
         device=device,
         command=command,
@@ -451,6 +443,8 @@ KEPT_RUN_INFO = (
     "resumed_cells",
     "code_fingerprint",
     "jobs",
+    "threads",
+    "numeric",
     "overrides",
     "device",
     "command",

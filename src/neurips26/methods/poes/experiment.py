@@ -322,7 +322,13 @@ EXPERIMENT = Experiment(
         Metric("regret", "min", "", "best accuracy ever proposed minus that of the returned prompt"),
         Metric("best_proposed_accuracy", "max", "", "accuracy of the best prompt the optimizer proposed"),
         Metric("calls", "min", "calls", "prompt x item evaluations per task (the budget)"),
-        Metric("overhead_ms_per_round", "min", "ms", "scheduler time per round (selection + ranking)"),
+        Metric(
+            "overhead_ms_per_round",
+            "min",
+            "ms",
+            "scheduler time per round (selection + ranking)",
+            timing=True,
+        ),
     ),
     systems=SYSTEMS,
     profiles={

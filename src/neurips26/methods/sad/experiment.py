@@ -392,7 +392,10 @@ _PER_SPLIT = tuple(
         Metric(f"executions_{s}", "min", "statements", f"statements executed per task, {_NAMES[s]}"),
     )
 )
-METRICS = (*_PER_SPLIT, Metric("search_seconds", "min", "s", "wall time of all searches of the cell"))
+METRICS = (
+    *_PER_SPLIT,
+    Metric("search_seconds", "min", "s", "wall time of all searches of the cell", timing=True),
+)
 
 
 def _factory(system: System):

@@ -222,7 +222,7 @@ EXPERIMENT = Experiment(
         Metric(
             "sharpness", "min", "", "top Hessian eigenvalue of the training loss w.r.t. the ML parameters"
         ),
-        Metric("train_seconds", "min", "s", "wall time of training"),
+        Metric("train_seconds", "min", "s", "wall time of training", timing=True),
     ),
     systems=SYSTEMS,
     profiles={

@@ -462,6 +462,7 @@ EXPERIMENT = Experiment(
             "s",
             "reordering + the progressive run for every budget (+ GPTQ rounding; HAWQ: traces + knapsack; "
             "SliM-LLM: Hessians + search (+ GPTQ); SFMP: Fisher + reordering + threshold)",
+            timing=True,
         ),
         Metric("rounds", "min", "", "sensitivity refreshes of the progressive run"),
     ),

@@ -172,8 +172,8 @@ METRICS = (
     Metric("dedup_precision", "max", "", "pairwise: screens merged that are truly one screen"),
     Metric("dedup_recall", "max", "", "pairwise: true same-screen pairs that were merged"),
     Metric("replay_success", "max", "fraction", "replay-starts whose arrival dedup confirmed"),
-    Metric("actions_per_s", "max", "1/s", "actions per second including dedup and policy"),
-    Metric("seconds", "min", "s", "wall time of the exploration"),
+    Metric("actions_per_s", "max", "1/s", "actions per second including dedup and policy", timing=True),
+    Metric("seconds", "min", "s", "wall time of the exploration", timing=True),
 )
 
 CLAIMS = (

@@ -254,8 +254,10 @@ METRICS = (
     ),
     Metric("weight_bits", "min", "bits", "bits per weight element (codes + scales + ids)"),
     Metric("activation_bits", "min", "bits", "bits per activation element (incl. the residual rows)"),
-    Metric("sampling_seconds", "min", "s", "wall time of the quantized sampling (fake quant, CPU)"),
-    Metric("fp_sampling_seconds", "min", "s", "wall time of the FP sampling of the same videos"),
+    Metric(
+        "sampling_seconds", "min", "s", "wall time of the quantized sampling (fake quant, CPU)", timing=True
+    ),
+    Metric("fp_sampling_seconds", "min", "s", "wall time of the FP sampling of the same videos", timing=True),
     Metric("act_kurtosis_max", "max", "", "FP: largest kurtosis of a linear layer's input"),
     Metric("act_kurtosis_median", "max", "", "FP: median kurtosis of the linear inputs"),
     Metric("act_outlier_share", "max", "", "FP: share of linear inputs beyond 6 standard deviations"),

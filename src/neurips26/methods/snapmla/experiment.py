@@ -380,7 +380,13 @@ EXPERIMENT = Experiment(
         Metric(
             "model_attn_speedup_dsv3", "max", "x", "MODEL: memory-bound attention speedup vs BF16 cache bytes"
         ),
-        Metric("cpu_decode_ms", "min", "ms", "CPU emulation: one decode step's attention, all layers"),
+        Metric(
+            "cpu_decode_ms",
+            "min",
+            "ms",
+            "CPU emulation: one decode step's attention, all layers",
+            timing=True,
+        ),
         Metric("rope_content_amax_ratio", "max", "x", "max|k_R| / max|c|, mean over layers"),
         Metric("content_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of c alone"),
         Metric("rope_fp8_rel_mse", "min", "relative", "per-token FP8 MSE of k_R alone"),

@@ -249,6 +249,7 @@ METRICS = (
         "max",
         "fraction",
         "red-team solutions caught, or undetected and not >= 2x faster than their honest kernel",
+        timing=True,
     ),
     Metric("false_positive_rate", "min", "fraction", "honest ladder evaluations with a non-PASSED workload"),
     Metric(
@@ -256,16 +257,33 @@ METRICS = (
         "max",
         "x",
         "largest apparent speedup of an undetected cheat over its honest kernel",
+        timing=True,
     ),
-    Metric("ladder_monotone", "max", "fraction", "problems whose mean SOL score rises naive < eager < fused"),
-    Metric("score_naive", "max", "S", "mean SOL score of the naive rung"),
-    Metric("score_eager", "max", "S", "mean SOL score of the eager (reference-like) rung"),
-    Metric("score_fused", "max", "S", "mean SOL score of the fused rung"),
-    Metric("score_cpp", "max", "S", "mean SOL score of the C++ rung (extra_rungs='cpp')"),
-    Metric("score_compile", "max", "S", "mean SOL score of the torch.compile rung (extra_rungs='compile')"),
-    Metric("score_above_one", "min", "fraction", "passed workloads with a raw SOL score above 1"),
-    Metric("sol_score_cv", "min", "ratio", "run-to-run CV of per-problem mean SOL score (repeats)"),
-    Metric("eval_seconds", "min", "s", "wall time per (solution, problem) evaluation"),
+    Metric(
+        "ladder_monotone",
+        "max",
+        "fraction",
+        "problems whose mean SOL score rises naive < eager < fused",
+        timing=True,
+    ),
+    Metric("score_naive", "max", "S", "mean SOL score of the naive rung", timing=True),
+    Metric("score_eager", "max", "S", "mean SOL score of the eager (reference-like) rung", timing=True),
+    Metric("score_fused", "max", "S", "mean SOL score of the fused rung", timing=True),
+    Metric("score_cpp", "max", "S", "mean SOL score of the C++ rung (extra_rungs='cpp')", timing=True),
+    Metric(
+        "score_compile",
+        "max",
+        "S",
+        "mean SOL score of the torch.compile rung (extra_rungs='compile')",
+        timing=True,
+    ),
+    Metric(
+        "score_above_one", "min", "fraction", "passed workloads with a raw SOL score above 1", timing=True
+    ),
+    Metric(
+        "sol_score_cv", "min", "ratio", "run-to-run CV of per-problem mean SOL score (repeats)", timing=True
+    ),
+    Metric("eval_seconds", "min", "s", "wall time per (solution, problem) evaluation", timing=True),
 )
 
 EXPERIMENT = Experiment(

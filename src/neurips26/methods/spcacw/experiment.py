@@ -345,7 +345,7 @@ EXPERIMENT = Experiment(
         Metric("solve_share", "min", "", "SP-CACW: share of the run spent solving for the weights"),
         Metric("target_loss", "min", "", "synthetic: target excess risk, mean over the second half"),
         Metric("weight_error", "min", "", "synthetic: L1 distance of the weights to the true bound optimum"),
-        Metric("round_seconds", "min", "s", "wall time per round"),
+        Metric("round_seconds", "min", "s", "wall time per round", timing=True),
     ),
     systems=SYSTEMS,
     profiles={

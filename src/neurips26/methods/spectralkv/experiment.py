@@ -212,7 +212,13 @@ METRICS = (
     Metric("peak_cache_mb", "min", "MiB", "most KV-cache bytes held during the prefill (one chunk)"),
     Metric("kept_fraction", "min", "", "kept entries / full cache, from the budget ledger"),
     Metric("budget_exact", "max", "", "1 when the ledger's total equals the nominal budget"),
-    Metric("press_s", "min", "s", "wall time of the press's own step on one chunk (replayed prefill)"),
+    Metric(
+        "press_s",
+        "min",
+        "s",
+        "wall time of the press's own step on one chunk (replayed prefill)",
+        timing=True,
+    ),
 )
 
 AGGRESSIVE = {"keep_ratio": (0.125, 0.0625)}

@@ -483,7 +483,7 @@ EXPERIMENT = Experiment(
             "m",
             "Task B: height RMSE over |lat| >= polar_min_lat after the rollout",
         ),
-        Metric("train_seconds", "min", "s", "wall time of training"),
+        Metric("train_seconds", "min", "s", "wall time of training", timing=True),
         Metric("pe_parameters", "min", "count", "trainable parameters of the position embedding"),
     ),
     systems=SYSTEMS,

@@ -219,7 +219,9 @@ METRICS = (
     Metric("min_separation", "max", "m", "smallest signed distance to any body during the episode"),
     Metric("discomfort", "min", "rate", "fraction of steps within discomfort_dist of a pedestrian"),
     Metric("qp_fallback_rate", "min", "rate", "infeasible MPC QPs answered by the braking QP"),
-    Metric("step_ms", "min", "ms", "median wall time of one control step (perception + decision)"),
+    Metric(
+        "step_ms", "min", "ms", "median wall time of one control step (perception + decision)", timing=True
+    ),
     Metric("param_geometry_corr", "max", "", "|corr| of nearest s* and mean gamma1 over updates"),
 )
 

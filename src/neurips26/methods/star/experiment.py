@@ -349,8 +349,8 @@ EXPERIMENT = Experiment(
             "pa_f1", "max", "", "point-adjusted F1, best threshold (secondary: inflated by long segments)"
         ),
         *FAMILY_METRICS,
-        Metric("fit_seconds", "min", "s", "fine-tuning (or fitting) wall time"),
-        Metric("score_seconds", "min", "s", "scoring wall time on the test split"),
+        Metric("fit_seconds", "min", "s", "fine-tuning (or fitting) wall time", timing=True),
+        Metric("score_seconds", "min", "s", "scoring wall time on the test split", timing=True),
         Metric("trainable_params", "min", "", "trainable parameters (the backbone stays frozen)"),
     ),
     systems=SYSTEMS,

@@ -289,7 +289,7 @@ METRICS = (
     Metric("texture_swd", "min", "SWD", "the same outside the object masks (mid sweep)"),
     Metric("gram", "min", "rel.", "Gram distance in the evaluation random bank (mid sweep)"),
     Metric("hist", "min", "Hellinger", "RGB-uv histogram Hellinger distance (mid sweep)"),
-    Metric("seconds_per_image", "min", "s", "generation wall time per image and sweep point"),
+    Metric("seconds_per_image", "min", "s", "generation wall time per image and sweep point", timing=True),
     Metric("prior_gate", "max", "0/1", "1 when the seed's prior passed the sanity gate"),
 )
 
