@@ -107,6 +107,10 @@ def test_the_upsampler_that_was_counted_over_the_full_rectangle() -> None:
     # per dimension the border pixels lose one tap each to padding=1: (16*4 - 2)/(16*4) squared
     assert report.macs == {"float32": 8 * 16 * (16 * 4 - 2) ** 2}
     assert report.macs["float32"] < full
+    # the issue's figures (491,520 counted vs 447,488 exact): 256 channel pairs on a 10x12 input
+    issue = analyze(nn.ConvTranspose2d(16, 16, 4, 2, 1, bias=False), [torch.randn(1, 16, 10, 12)], hw="H200")
+    assert issue.macs == {"float32": 447_488} and issue.macs_conventional == {"float32": 491_520}
+    assert issue.validated, issue.validation.reason
 
 
 def test_a_wrong_transposed_lowering_fails_the_gate() -> None:
