@@ -84,6 +84,22 @@ def test_tiny_gemma3_with_sliding_layers_on_meta_is_validated() -> None:
     assert 0 < sum(report.macs.values()) < sum(report.macs_conventional.values())
 
 
+def test_without_a_cache_the_default_path_falls_back_to_export_on_meta() -> None:
+    # use_cache=False: HF checks position ids for packed sequences (a value read, impossible on meta) unless
+    # it sees a tracer; export traces on fake tensors, so the default path falls back to it and says why
+    config = tiny_stock_config("llama", use_cache=False)
+    report = analyze(on_meta(config), [meta_ids()], hw="H200")
+    assert report.frontend == "torch-export" and "dispatch tracer failed" in report.frontend_note
+    assert report.complete and report.validated, report.validation.reason
+    # HF builds an explicit mask under export: attention counted dense (README "Not done / limits")
+    masked = TOKENS * (TOKENS - 1) // 2  # the upper triangle a causal mask removes
+    hidden, heads, layers = config.hidden_size, config.num_attention_heads, config.num_hidden_layers
+    dense = llama_like_macs(config, TOKENS) + layers * hidden * 2 * masked  # heads x head_dim = hidden
+    assert heads * (hidden // heads) == hidden and report.macs == {"float32": dense}
+    with pytest.raises(ValueError, match="cannot run on meta"):
+        analyze(on_meta(config), [meta_ids()], hw="H200", frontend="dispatch")
+
+
 @pytest.mark.parametrize("frontend", ["default", "auto", "dispatch"])
 def test_every_torch_frontend_analyses_hf_llama_on_meta(frontend: str) -> None:
     config = tiny_stock_config("llama")
