@@ -8,7 +8,7 @@ through the dispatch tracer and ``frontend="auto"`` (``torch.export`` first). Re
 the load average before and after. Usage::
 
     OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_solar.py [--layers 2 4 8 12 16] [--repeats 3]
-        [--frontends default dispatch auto]
+        [--frontends default dispatch auto] [--model tiny-gpt|hf-gpt2]
 """
 
 from __future__ import annotations
@@ -31,10 +31,25 @@ def gpt2_small(layers: int) -> TinyGPT:
         return TinyGPT(vocab=50257, d=768, heads=12, layers=layers, ctx=1024).eval()
 
 
-def time_analysis(layers: int, repeats: int, frontends: list[str]) -> dict[str, Any]:
+def hf_gpt2_small(layers: int) -> torch.nn.Module:
+    """Hugging Face ``GPT2LMHeadModel`` at the GPT-2-small config (SDPA attention), built on meta."""
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=layers)
+    config._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        return transformers.GPT2LMHeadModel(config).eval()
+
+
+MODELS = {"tiny-gpt": gpt2_small, "hf-gpt2": hf_gpt2_small}
+
+
+def time_analysis(
+    layers: int, repeats: int, frontends: list[str], model_name: str = "tiny-gpt"
+) -> dict[str, Any]:
     """Best-of-``repeats`` seconds per frontend, the frontends interleaved within each repeat."""
     ids = torch.zeros(1, 1024, dtype=torch.long, device="meta")
-    model = gpt2_small(layers)
+    model = MODELS[model_name](layers)
     best = dict.fromkeys(frontends, float("inf"))
     reports = {}
     for _ in range(repeats):
@@ -46,7 +61,12 @@ def time_analysis(layers: int, repeats: int, frontends: list[str]) -> dict[str, 
     first = reports[frontends[0]]
     assert all(r.complete for r in reports.values())
     assert all(r.macs == first.macs and r.bounds.fused == first.bounds.fused for r in reports.values())
-    row: dict[str, Any] = {"layers": layers, "ops": len(first.ops), "gflops": first.flops / 1e9}
+    row: dict[str, Any] = {
+        "model": model_name,
+        "layers": layers,
+        "ops": len(first.ops),
+        "gflops": first.flops / 1e9,
+    }
     for frontend in frontends:
         row[f"{frontend}_s"] = best[frontend]
         row[f"{frontend}_ir"] = reports[frontend].frontend
@@ -63,10 +83,16 @@ def main() -> None:
     parser.add_argument(
         "--frontends", nargs="+", default=["default", "dispatch", "auto"], help="the first is the reference"
     )
+    parser.add_argument(
+        "--model",
+        default="tiny-gpt",
+        choices=sorted(MODELS),
+        help="the suite's TinyGPT or HF GPT2LMHeadModel",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_before = os.getloadavg()[0]
-    rows = [time_analysis(n, args.repeats, args.frontends) for n in args.layers]
+    rows = [time_analysis(n, args.repeats, args.frontends, args.model) for n in args.layers]
     for row in rows:
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))
     print(
