@@ -106,6 +106,19 @@ def test_every_torch_frontend_analyses_hf_llama_on_meta(frontend: str) -> None:
     report = analyze(on_meta(config), [meta_ids()], hw="H200", frontend=frontend, validate=False)
     assert report.macs == {"float32": llama_like_macs(config, TOKENS)}
     assert torch.is_autocast_enabled is IS_AUTOCAST_ENABLED  # the guard is lifted after tracing
+    with pytest.raises(RuntimeError, match="autocast"):
+        torch.is_autocast_enabled("meta")  # torch's own answer outside tracing
+
+
+def test_the_autocast_guard_answers_only_for_meta() -> None:
+    from neurips26.methods.solar.frontend_torch import meta_autocast_tolerated
+
+    with meta_autocast_tolerated():
+        assert torch.is_autocast_enabled("meta") is False
+        assert torch.is_autocast_enabled(device_type="meta") is False
+        assert torch.is_autocast_enabled("cpu") is IS_AUTOCAST_ENABLED("cpu")
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert torch.is_autocast_enabled("cpu")  # other devices still see the real state
 
 
 def test_llama_7b_config_on_meta_gives_a_bound_without_weights() -> None:
