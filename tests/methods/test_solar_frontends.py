@@ -112,7 +112,7 @@ class DataDependent(nn.Module):
 
 def test_auto_falls_back_to_the_dispatch_tracer_when_export_fails() -> None:
     x = torch.ones(4, 16)
-    report = analyze(DataDependent(), [x], hw="H200", trace_device="cpu")
+    report = analyze(DataDependent(), [x], hw="H200", trace_device="cpu", frontend="auto")
     assert report.frontend == "torch-dispatch"
     assert "torch.export failed" in report.frontend_note
     assert report.macs == {"float32": 4 * 16 * 16} and report.validated
@@ -130,19 +130,20 @@ def test_export_handles_plain_functions_with_closure_constants() -> None:
         return torch.softmax(x @ weight, dim=-1)
 
     x = torch.randn(4, 8)
-    report = analyze(project, [x], hw="H200", trace_device="cpu")
+    report = analyze(project, [x], hw="H200", trace_device="cpu", frontend="auto")
     assert report.frontend == "torch-export" and report.frontend_note == ""
     assert report.macs == {"float32": 4 * 8 * 8} and report.validated, report.validation.reason
     dispatched = analyze(project, [x], hw="H200", trace_device="cpu", frontend="dispatch")
     assert report.bounds.as_dict() == dispatched.bounds.as_dict()
     # on meta the CPU closure constant meets meta inputs: export refuses the device mix, auto falls back
-    on_meta = analyze(project, [x], hw="H200")
+    on_meta = analyze(project, [x], hw="H200", frontend="auto")
     assert on_meta.frontend == "torch-dispatch" and "DeviceMismatch" in on_meta.frontend_note
     assert on_meta.macs == report.macs
 
 
 def test_bad_frontend_names_the_choices() -> None:
-    with pytest.raises(ValueError, match=r"frontend='tracer'.*'auto', 'export', 'dispatch', 'jax'"):
+    choices = r"'default', 'auto', 'export', 'dispatch', 'jax'"
+    with pytest.raises(ValueError, match=r"frontend='tracer'.*" + choices):
         analyze(nn.Linear(2, 2), [torch.randn(1, 2)], frontend="tracer")
 
 
@@ -153,10 +154,10 @@ def test_hugging_face_gpt2_exports_with_tied_weights() -> None:
         n_layer=1, n_positions=32, n_embd=32, n_head=2, vocab_size=50, attn_implementation="sdpa"
     )
     ids = torch.randint(0, 50, (1, 16))
-    cached = analyze(transformers.GPT2LMHeadModel(config).eval(), [ids], hw="H200")
+    cached = analyze(transformers.GPT2LMHeadModel(config).eval(), [ids], hw="H200", frontend="auto")
     assert cached.frontend == "torch-dispatch" and "DynamicCache" in cached.frontend_note  # not a pytree
     config.use_cache = False
-    report = analyze(transformers.GPT2LMHeadModel(config).eval(), [ids], hw="H200")
+    report = analyze(transformers.GPT2LMHeadModel(config).eval(), [ids], hw="H200", frontend="auto")
     # lm_head.weight is tied to transformer.wte.weight; export names it by its own FQN
     assert report.frontend == "torch-export" and report.validated and report.complete
     dense_attention = 2 * 16 * 16 * 2 * 16  # under export HF builds an explicit mask: counted dense

@@ -40,9 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     analyze.add_argument("--trace-device", default="meta", choices=("meta", "cpu"))
     analyze.add_argument(
         "--frontend",
-        default="auto",
-        choices=("auto", "export", "dispatch", "jax"),
-        help="auto: torch.export with the dispatch tracer as the fallback (JAX for JAX programs)",
+        default="default",
+        choices=("default", "auto", "export", "dispatch", "jax"),
+        help="default: the dispatch tracer (JAX for JAX programs), the fast path; auto: torch.export with "
+        "the dispatch tracer as the fallback",
     )
     calibrate = sub.add_parser("calibrate", help="measure this machine's peaks into cpu-local.yaml")
     calibrate.add_argument("--out", default=None, help="YAML path (default: the user hardware directory)")
@@ -181,7 +182,7 @@ def main(args: argparse.Namespace) -> int:
             hw=hw,
             trace_device=args.trace_device,
             validate=not args.no_validate,
-            frontend=getattr(args, "frontend", "auto"),
+            frontend=getattr(args, "frontend", "default"),
         )
         print(report.summary())
         if args.json_path:

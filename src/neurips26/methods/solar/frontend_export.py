@@ -30,6 +30,7 @@ from neurips26.methods.solar.frontend_torch import (
     _Recorder,
     bind_program_buffers,
     finish_trace,
+    meta_autocast_tolerated,
     prepare_call,
 )
 from neurips26.methods.solar.rules import find_rule, op_key
@@ -89,7 +90,7 @@ def export_program(program: Callable[..., Any], inputs: tuple[Any, ...]) -> torc
         # dtypes, and the placeholders are bound to the substituted state afterwards
         module = copy.deepcopy(module).to_empty(device=next(iter(target)))
     try:
-        with warnings.catch_warnings():  # torch-internal pytree deprecation noise on every export
+        with warnings.catch_warnings(), meta_autocast_tolerated():  # pytree deprecation noise on every export
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
             exported = torch.export.export(module, inputs, strict=False)
             return exported.run_decompositions(trimmed_decomposition_table())

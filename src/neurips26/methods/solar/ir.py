@@ -172,11 +172,16 @@ class EinsumNode:
             tensors.append(tensor.to(torch.float64))
             specs.append("".join(letters[r] for r in ranks))
         out_order = [r for group in self.out_ranks for r in group]
-        if self.guards:
-            mask, ranks = guard_mask(self.ranks, self.guards)
-            if self.reduce == "add":
-                tensors.append(mask.to(torch.float64))
+        if self.guards and self.reduce == "add":  # one 0/1 factor per independent guard group
+            if any(not g.terms and g.const < 0 for g in self.guards):  # an empty domain
+                tensors.append(torch.zeros((), dtype=torch.float64))
+                specs.append("")
+            for group, _ in guard_components([g for g in self.guards if g.terms]):
+                part, ranks = guard_mask(self.ranks, group)
+                tensors.append(part.to(torch.float64))
                 specs.append("".join(letters[r] for r in ranks))
+        elif self.guards:
+            mask, ranks = guard_mask(self.ranks, self.guards)
         if self.reduce == "add":
             result = torch.einsum(",".join(specs) + "->" + "".join(letters[r] for r in out_order), *tensors)
         else:
@@ -263,28 +268,45 @@ def guard_mask(extents: Mapping[str, int], guards: Sequence[Affine]) -> tuple[to
     return mask, ranks
 
 
+def guard_components(guards: Sequence[Affine]) -> list[tuple[list[Affine], list[str]]]:
+    """Split guards into independent groups: two guards share a group when they share a rank.
+
+    The domain is the product of the groups' domains (the spatial dimensions of a convolution are
+    independent), so its points and its mask factor over the groups. Groups keep the guards' order.
+    """
+    groups: list[tuple[list[Affine], list[str]]] = []
+    for g in guards:
+        ranks = list(dict.fromkeys(g.ranks))
+        joined = [grp for grp in groups if set(grp[1]) & set(ranks)]
+        merged_guards = [x for grp in joined for x in grp[0]] + [g]
+        merged_ranks = list(dict.fromkeys([r for grp in joined for r in grp[1]] + ranks))
+        groups = [grp for grp in groups if grp not in joined]
+        groups.append((merged_guards, merged_ranks))
+    return groups
+
+
 def count_domain_points(extents: Mapping[str, int], guards: Sequence[Affine], cap: int = 10**8) -> int:
     """Exact number of integer points of ``∏[0, extent)`` with every guard ``>= 0``.
 
-    Ranks no guard mentions multiply in. For the guarded ranks, every rank but the last is enumerated
-    (vectorised, up to ``cap`` points) and the last one is counted in closed form: each guard is linear in
-    it, so it cuts ``[0, extent)`` to an interval.
+    Ranks no guard mentions multiply in, and independent guard groups (:func:`guard_components`) are
+    counted separately and multiplied. Within a group, every rank but the one with the largest extent is
+    enumerated (vectorised, up to ``cap`` points) and that one is counted in closed form: each guard is
+    linear in it, so it cuts ``[0, extent)`` to an interval.
     """
-    guard_ranks: list[str] = []
-    for g in guards:
-        for r in g.ranks:
-            if r not in guard_ranks:
-                guard_ranks.append(r)
-    free = math.prod(v for r, v in extents.items() if r not in guard_ranks)
-    if not guards:
-        return free
-    const_fail = any(not g.terms and g.const < 0 for g in guards)
-    if const_fail:
+    if any(not g.terms and g.const < 0 for g in guards):
         return 0
-    if not guard_ranks:
-        return free
-    last = guard_ranks[-1]
-    outer = guard_ranks[:-1]
+    guard_ranks = {r for g in guards for r in g.ranks}
+    total = math.prod(v for r, v in extents.items() if r not in guard_ranks)
+    for group, ranks in guard_components([g for g in guards if g.terms]):
+        total *= _count_group_points(extents, group, ranks, cap)
+    return total
+
+
+def _count_group_points(
+    extents: Mapping[str, int], guards: Sequence[Affine], ranks: Sequence[str], cap: int
+) -> int:
+    last = max(ranks, key=lambda r: extents[r])
+    outer = [r for r in ranks if r != last]
     n_outer = math.prod(extents[r] for r in outer)
     if n_outer > cap:
         raise ValueError(
@@ -310,7 +332,7 @@ def count_domain_points(extents: Mapping[str, int], guards: Sequence[Affine], ca
             hi = np.minimum(hi, np.floor_divide(rest, -coeff))
         else:
             hi = np.where(rest >= 0, hi, -1)
-    return free * int(np.clip(hi - lo + 1, 0, None).sum())
+    return int(np.clip(hi - lo + 1, 0, None).sum())
 
 
 @dataclass(frozen=True)
