@@ -483,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_data_parser(sub: Any) -> None:
-    data = sub.add_parser("data", help="the two data sets some profiles need downloaded: list, fetch NAME")
+    data = sub.add_parser("data", help="the data sets some profiles need downloaded: list, fetch NAME")
     actions = data.add_subparsers(dest="data_command", required=True)
     actions.add_parser("list", help="each fetchable data set, whether it is cached, and where").set_defaults(
         func=cmd_data_list
