@@ -15,7 +15,6 @@ At run time the readers call :func:`fetched_dir`, which never downloads: a missi
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from neurips26.core.files import user_cache_dir
 
 __all__ = [
     "FETCHABLE",
@@ -136,7 +137,7 @@ FETCHABLE: dict[str, Fetchable] = {spec.name: spec for spec in (AEON, SHAKESPEAR
 
 def cache_root() -> Path:
     """The user data cache: ``NEURIPS26_CACHE``, else ``~/.cache/neurips26``."""
-    return Path(os.environ.get("NEURIPS26_CACHE", str(Path.home() / ".cache" / "neurips26")))
+    return user_cache_dir()
 
 
 def get_fetchable(name: str) -> Fetchable:

@@ -214,8 +214,11 @@ def generate_shallow_water(
 
 
 def _cache_path(settings: dict[str, Any]) -> Path:
-    root = Path(os.environ.get("NEURIPS26_CACHE", str(Path.home() / ".cache" / "neurips26")))
     import torch_harmonics
+
+    from neurips26.core.files import user_cache_dir
+
+    root = user_cache_dir()
 
     key = json.dumps({**settings, "torch_harmonics": torch_harmonics.__version__}, sort_keys=True)
     return root / "data" / f"shallow_water-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz"

@@ -47,8 +47,9 @@ def newline_mask(tokenizer: Any) -> np.ndarray:
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("NEURIPS26_CACHE", str(Path.home() / ".cache" / "neurips26"))
-    return Path(root) / "zoo"
+    from neurips26.core.files import user_cache_dir
+
+    return user_cache_dir() / "zoo"
 
 
 def load_corpus_tokens(tokenizer: Any, split: str = "train", max_files: int | None = None) -> CorpusTokens:
