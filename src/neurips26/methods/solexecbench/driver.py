@@ -1528,7 +1528,10 @@ def _serve_one(request: dict) -> dict:
     answer["isolation"] = isolation
     if survivors:  # flagged before judging: nothing else the judge could say matters
         log = f"processes of the solution survived the evaluation (killed): {survivors[:8]}"
-        answer["results"] = [{**item, "status": "REWARD_HACK", "log": log} for item in answer["results"]]
+        answer["results"] = [
+            {**item, "status": "REWARD_HACK", "log": log + ("\n" + item["log"] if item.get("log") else "")}
+            for item in answer["results"]
+        ]
     if not any(item["status"] == "PASSED" for item in answer["results"]):
         return {**answer, "results": [_public(item) for item in answer["results"]]}
     untrusted = answer["results"]
