@@ -8,6 +8,13 @@ process group, rlimits, staging dir as cwd, stdin closed, stdout/stderr to a log
 timeout, answering one JSON line per request on the real stdout. A fork of a process that has only
 imported torch is as clean as a new interpreter and costs milliseconds instead of seconds.
 
+The split (issue #44): in ``solexecbench`` mode a request runs in **two** children, one after the other.
+The solution's child (untrusted, isolated) imports the solution, calls it on inputs built from per-call seeds,
+times it, and ships the outputs of its checked calls as raw bytes; it never runs the reference and judges
+nothing. The fork server (a child subreaper) then kills and flags any process of it still alive, and forks the
+trusted judge, which never sees the solution: it rebuilds the inputs from the seeds, computes the reference,
+compares the decoded bytes and times the reference (``T_b``). See :func:`_serve_one`.
+
 Devices and timers: ``settings['device']`` is ``cpu`` or ``cuda:0`` (the sandbox shows at most one GPU);
 ``settings['timer']`` picks the clock — ``perf_counter_ns`` with a 2x LLC flush, CUDA events or CUPTI kernel
 spans with a 2x L2 flush (see :class:`_CudaEventClock`, :class:`_CuptiClock`). The fork server itself never
