@@ -247,3 +247,61 @@ def test_honest_solutions_pass(case, policy, problems, monkeypatch):
     result, evaluation = _evaluate(problems, problem, source, policy, monkeypatch)
     assert result.statuses == ["PASSED"], evaluation.log
     assert evaluation.sandbox["split"] == "trusted-judge", evaluation.sandbox
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the declared precision, norm-wise: a bf16 result fails every draw, an honest fp32 one passes every draw
+# ---------------------------------------------------------------------------------------------------------
+
+AUTHORED_TOLERANCE = {
+    "max_atol": 1e-4,
+    "max_rtol": 1e-4,
+    "required_matched_ratio": 0.999,
+    "max_error_cap": None,
+    "allow_negative_inf": False,
+}
+
+
+def _manual_softmax(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def test_a_bf16_result_fails_the_declared_precision_on_every_draw():
+    import torch
+
+    from neurips26.methods.solexecbench import driver
+
+    element_rule_only = {**AUTHORED_TOLERANCE, "max_norm_rtol": float("inf")}
+    outcomes = {"bf16_element_rule": 0, "bf16": 0, "honest": 0}
+    for seed in range(20):
+        x = torch.randn(64, 1024, generator=torch.Generator().manual_seed(seed))
+        ref = torch.softmax(x, -1)
+        downcast = torch.softmax(x.bfloat16(), -1).float()
+        for key, out, tolerance in (
+            ("bf16_element_rule", downcast, element_rule_only),
+            ("bf16", downcast, AUTHORED_TOLERANCE),
+            ("honest", _manual_softmax(x), AUTHORED_TOLERANCE),
+        ):
+            try:
+                driver._compare(out, ref, tolerance, "probs")
+                outcomes[key] += 1
+            except driver.Incorrect as error:
+                assert key != "bf16" or "norm-wise" in str(error)
+    # the element rule alone passes the downcast (99.97-99.99% of elements match here): the bug; the
+    # norm-wise bound fails it on every draw and passes the honest kernel on every draw
+    assert outcomes == {"bf16_element_rule": 20, "bf16": 0, "honest": 20}
+
+
+def test_a_bf16_downcast_is_incorrect_in_the_sandbox_and_honest_passes(problems, monkeypatch):
+    from neurips26.methods.solexecbench.solutions import ladder_solution, red_team_solution
+
+    softmax = problems["softmax"]
+    wide = softmax.workloads[0].model_copy(update={"axes": {"rows": 64, "cols": 1024}})
+    problem = dataclasses.replace(softmax, workloads=[wide])
+    with SolExecBench(SolExecBenchConfig(**FAST)) as bench:
+        cheat = bench.evaluate(problem, red_team_solution("softmax", "precision_downgrade"))
+        honest = bench.evaluate(problem, ladder_solution("softmax", "fused"))
+    assert cheat.statuses == ["INCORRECT_NUMERICAL"], cheat.traces[0].evaluation.log
+    assert "norm-wise relative error" in cheat.traces[0].evaluation.log
+    assert honest.statuses == ["PASSED"], honest.traces[0].evaluation.log

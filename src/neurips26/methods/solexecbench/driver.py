@@ -267,10 +267,33 @@ def _compare(out: torch.Tensor, ref: torch.Tensor, tolerance: dict, name: str) -
     cap = tolerance.get("max_error_cap")
     if cap is not None and stats["max_absolute_error"] > cap:
         raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r}: max error above cap {cap}")
+    if tolerance.get("rule") != SCALED_RULE and ref.is_floating_point():
+        _check_precision(o, r, tolerance.get("max_norm_rtol", tolerance["max_rtol"]), name)
     return stats
 
 
-_TOLERANCE_BOUNDS = ("max_atol", "max_rtol", "atol_scale", "norm_rtol", "max_error_cap")
+def _check_precision(o: torch.Tensor, r: torch.Tensor, rtol: float, name: str) -> None:
+    """The declared relative precision, norm-wise: ``||o - r|| <= max_rtol ||r||`` over the finite elements
+    (issue #44; a tolerance may name another bound as ``max_norm_rtol``). The element rule alone can pass a
+    lower-precision result, or pass it only on some draws, when ``max_atol`` dominates (small values, e.g.
+    softmax rows of 1024 columns: a bf16 downcast matches 99.97-99.99% of elements against 99.9%). The
+    norm-wise error is an average, stable across draws, and lies far from the bound on both sides: on the
+    first workload of all 32 authored problems, every honest rung is below 0.007 x the bound and every bf16
+    downcast above 5 x it."""
+    finite = o.isfinite() & r.isfinite()
+    reference_norm = float(torch.where(finite, r, torch.zeros_like(r)).norm())
+    if reference_norm == 0.0:  # an all-zero reference: the element rule has said everything
+        return
+    error = float(torch.where(finite, o - r, torch.zeros_like(r)).norm()) / reference_norm
+    if not error <= rtol:
+        raise Incorrect(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: norm-wise relative error {error:.3g} > max_rtol {rtol:g}"
+            " (the declared precision)",
+        )
+
+
+_TOLERANCE_BOUNDS = ("max_atol", "max_rtol", "atol_scale", "norm_rtol", "max_error_cap", "max_norm_rtol")
 
 
 def scaled_tolerance(tolerance: dict, factor: float) -> dict:
