@@ -1618,6 +1618,9 @@ def _kill_survivors(rounds: int = 64) -> list[int]:
     return found
 
 
+MAX_SHIPPED_BYTES = 8 * 2**30  # outputs of the checked calls an evaluation may ship to the judge
+
+
 def _read_answer(read_fd: int, deadline: float) -> tuple[dict | None, bytearray, bool]:
     """Read a child's JSON header line and the bytes it announces (``blob_bytes``), up to ``deadline``.
     Not to EOF: processes the solution forked may hold the pipe open. Returns (header or None, blob,
@@ -1629,7 +1632,9 @@ def _read_answer(read_fd: int, deadline: float) -> tuple[dict | None, bytearray,
             try:
                 header = json.loads(line.decode())
                 need = int(header.get("blob_bytes", 0))
-            except (ValueError, AttributeError):
+            except (ValueError, AttributeError, TypeError):
+                return None, bytearray(), False
+            if not 0 <= need <= MAX_SHIPPED_BYTES:  # the fork server's memory is not the solution's to fill
                 return None, bytearray(), False
             buffer = bytearray(rest)
         if header is not None and len(buffer) >= need:
