@@ -71,12 +71,15 @@ class SolExecBenchConfig:
     flush_bytes: int = param(0, "issue: write 2x LLC before each timed call; 0 = 2x LLC from sysfs")
     timing_estimator: str = param(
         "paired_ratio",
-        "README Timing CV: T_b median x median of adjacent T_k/T_b ratios; 'median' = upstream's median T_k",
+        "README Timing CV: T_b median x median of the i-th T_k/T_b ratios (T_b from the trusted judge, issue"
+        " #44); 'median' = upstream's median T_k",
     )
     pin_cpu: int = param(-1, "ours: pin the evaluation child to this CPU (-1 = no pinning)")
     recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
     time_reference: bool = param(
-        True, "upstream times the reference for speedup_factor; ours interleaves it (paired T_b, same load)"
+        True,
+        "upstream times the reference for speedup_factor; ours in the trusted judge process, right after the"
+        " solution's, with the same loop and reps (issue #44)",
     )
     timeout_s: float = param(60.0, "ours: wall timeout per (solution, problem) evaluation")
     compile_timeout_s: float = param(300.0, "upstream: compile step separate, its own timeout (120 s GPU)")

@@ -8,6 +8,13 @@ process group, rlimits, staging dir as cwd, stdin closed, stdout/stderr to a log
 timeout, answering one JSON line per request on the real stdout. A fork of a process that has only
 imported torch is as clean as a new interpreter and costs milliseconds instead of seconds.
 
+The split (issue #44): in ``solexecbench`` mode a request runs in **two** children, one after the other.
+The solution's child (untrusted, isolated) imports the solution, calls it on inputs built from per-call seeds,
+times it, and ships the outputs of its checked calls as raw bytes; it never runs the reference and judges
+nothing. The fork server (a child subreaper) then kills and flags any process of it still alive, and forks the
+trusted judge, which never sees the solution: it rebuilds the inputs from the seeds, computes the reference,
+compares the decoded bytes and times the reference (``T_b``). See :func:`_serve_one`.
+
 Devices and timers: ``settings['device']`` is ``cpu`` or ``cuda:0`` (the sandbox shows at most one GPU);
 ``settings['timer']`` picks the clock — ``perf_counter_ns`` with a 2x LLC flush, CUDA events or CUPTI kernel
 spans with a 2x L2 flush (see :class:`_CudaEventClock`, :class:`_CuptiClock`). The fork server itself never
@@ -21,6 +28,7 @@ re-implemented here so that all three harnesses see the same solutions in the sa
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -259,10 +267,33 @@ def _compare(out: torch.Tensor, ref: torch.Tensor, tolerance: dict, name: str) -
     cap = tolerance.get("max_error_cap")
     if cap is not None and stats["max_absolute_error"] > cap:
         raise Incorrect("INCORRECT_NUMERICAL", f"output {name!r}: max error above cap {cap}")
+    if tolerance.get("rule") != SCALED_RULE and ref.is_floating_point():
+        _check_precision(o, r, tolerance.get("max_norm_rtol", tolerance["max_rtol"]), name)
     return stats
 
 
-_TOLERANCE_BOUNDS = ("max_atol", "max_rtol", "atol_scale", "norm_rtol", "max_error_cap")
+def _check_precision(o: torch.Tensor, r: torch.Tensor, rtol: float, name: str) -> None:
+    """The declared relative precision, norm-wise: ``||o - r|| <= max_rtol ||r||`` over the finite elements
+    (issue #44; a tolerance may name another bound as ``max_norm_rtol``). The element rule alone can pass a
+    lower-precision result, or pass it only on some draws, when ``max_atol`` dominates (small values, e.g.
+    softmax rows of 1024 columns: a bf16 downcast matches 99.97-99.99% of elements against 99.9%). The
+    norm-wise error is an average, stable across draws, and lies far from the bound on both sides: on the
+    first workload of all 32 authored problems, every honest rung is below 0.007 x the bound and every bf16
+    downcast above 5 x it."""
+    finite = o.isfinite() & r.isfinite()
+    reference_norm = float(torch.where(finite, r, torch.zeros_like(r)).norm())
+    if reference_norm == 0.0:  # an all-zero reference: the element rule has said everything
+        return
+    error = float(torch.where(finite, o - r, torch.zeros_like(r)).norm()) / reference_norm
+    if not error <= rtol:
+        raise Incorrect(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: norm-wise relative error {error:.3g} > max_rtol {rtol:g}"
+            " (the declared precision)",
+        )
+
+
+_TOLERANCE_BOUNDS = ("max_atol", "max_rtol", "atol_scale", "norm_rtol", "max_error_cap", "max_norm_rtol")
 
 
 def scaled_tolerance(tolerance: dict, factor: float) -> dict:
@@ -494,34 +525,23 @@ def _make_clock(settings: dict):
     return clock
 
 
-def _time_defended(call, make_iteration, settings: dict, recheck: set[int], clock, partner=None) -> tuple:
-    """Cold-cache, fresh-input timing: returns stats and the kept (inputs copy, outputs) of ``recheck``
-    and of the last timed call (its inputs were never copied, so only its outputs are re-checked).
+def _time_defended(call, make_iteration, settings: dict, recheck: set[int], clock) -> tuple:
+    """Cold-cache, fresh-input timing: returns stats, the kept (inputs copy, inputs, outputs) of
+    ``recheck`` and of the last timed call, and the samples (ns).
 
-    Every iteration gets newly allocated inputs with fresh values (kept alive, so pointers are unique) and
-    NaN-filled outputs, made outside the timed window; ``clock`` flushes the caches and measures one call.
-    With ``partner`` (the reference), each iteration also times it on its own fresh inputs, in
-    alternating order, so both see the same machine load (paired timing).
+    Every iteration gets newly allocated inputs with fresh values (``make_iteration(kind, index)``, seeded
+    per iteration so that the trusted judge can rebuild them) and NaN-filled outputs, made outside the timed
+    window; they are kept alive, so pointers are unique. ``clock`` flushes the caches and measures one call.
+    The solution and the reference are timed by this same loop in different processes (issue #44).
     """
-    alive, kept, samples, partner_samples = [], {}, [], []
-    for _ in range(settings["warmup"]):
-        inputs, outputs = make_iteration()
+    alive, kept, samples = [], {}, []
+    for index in range(settings["warmup"]):
+        inputs, outputs = make_iteration("warmup", index)
         call(inputs, outputs)
-        if partner is not None:
-            partner(*make_iteration())
-
-    def time_partner(index: int) -> None:
-        inputs, outputs = make_iteration()
-        _, elapsed = clock.measure(lambda: partner(inputs, outputs), index)
-        partner_samples.append(elapsed)
-        alive.append(inputs)
-
     deadline = _PERF() + settings["time_budget_s"] * 1e9  # wall budget: flushes and input making count
-    index = 0
+    index, last = 0, None
     while index < settings["max_reps"] and (index < settings["min_reps"] or _PERF() < deadline):
-        if partner is not None and index % 2 == 0:
-            time_partner(index)
-        inputs, outputs = make_iteration()
+        inputs, outputs = make_iteration("timed", index)
         saved = _clone(inputs) if index in recheck else None
         result, elapsed = clock.measure(lambda: call(inputs, outputs), index)  # noqa: B023 - called now
         samples.append(elapsed)
@@ -529,18 +549,10 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], cloc
         if saved is not None:
             kept[index] = (saved, inputs, result)
         last = (index, inputs, result)
-        if partner is not None and index % 2 == 1:
-            time_partner(index)
         index += 1
     if recheck and last[0] not in kept:  # the last timed call is where a stale replay is most likely
         kept[last[0]] = (_clone(last[1]), last[1], last[2])
-    stats = _stats(samples)
-    if partner_samples:
-        # adjacent (solution, reference) pairs share the machine's load at that moment: the median of
-        # their ratios cancels slow load swings that move both medians (the "paired_ratio" estimator)
-        ratios = sorted(k / max(b, 1) for k, b in zip(samples, partner_samples, strict=False))
-        stats["paired_ratio_median"] = ratios[len(ratios) // 2]
-    return stats, kept, (_stats(partner_samples) if partner_samples else None)
+    return _stats(samples), kept, samples
 
 
 def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dict:
@@ -564,102 +576,294 @@ def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dic
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng, clock) -> dict:
-    names_in = list(problem["inputs"])
-    names_out = list(problem["outputs"])
-    reference = problem["namespace"]["run"]
-    tolerance = scaled_tolerance(workload["tolerance"], settings.get("tolerance_scale", 1.0))
-    defended = mode == "solexecbench"
-    result: dict = {"uuid": workload["uuid"], "status": "PASSED", "log": ""}
+def _iteration_seed(base: int, workload_index: int, kind: str, index: int) -> int:
+    """The input seed of one call: a function of the evaluation's base seed (drawn by the fork server),
+    the workload, and the call's kind and index, so that the trusted judge rebuilds the very inputs the
+    solution got without taking the solution's word for them."""
+    digest = hashlib.blake2b(f"{base}:{workload_index}:{kind}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
 
-    def reference_outputs(inputs):
-        with torch.no_grad():
-            return _as_list(reference(*_clone(inputs)), len(names_out))
+
+def _seeded_inputs(problem: dict, workload: dict, seed: int) -> list:
+    torch.manual_seed(seed)
+    return _make_inputs(problem, workload, randomise_names=True)
+
+
+_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+
+
+class _Shipment:
+    """Outputs of the solution's checked calls, copied out as raw bytes (CPU, contiguous, plain dtype) for
+    the trusted judge: what crosses the process boundary is bytes, never a tensor object the solution made."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def add(self, outs: list) -> list[dict]:
+        records = []
+        for out in outs:
+            if not isinstance(out, torch.Tensor):
+                records.append({"not_tensor": type(out).__name__})
+                continue
+            flat = out.detach().to("cpu").contiguous().reshape(-1)
+            raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+            records.append(
+                {
+                    "dtype": _DTYPE_NAMES.get(flat.dtype, str(flat.dtype)),
+                    "shape": list(out.shape),
+                    "offset": self.size,
+                    "nbytes": len(raw),
+                }
+            )
+            self.parts.append(raw)
+            self.size += len(raw)
+        return records
+
+
+def _solution_workload(
+    problem, workload, workload_index, solution, dps, settings, guard, rng, clock, shipment
+):
+    """The untrusted side of one workload (``solexecbench`` mode): the solution's correctness calls and its
+    timing, with the defences that can only fail it (types, input mutation, integrity, threads, processes).
+    It never runs the reference and judges nothing: the outputs of the checked calls go to the trusted judge
+    (:func:`_judge_workload`) as bytes, with the solution's own timing samples."""
+    names_in = list(problem["inputs"])
+    base = settings["base_seed"]
+    result: dict = {"uuid": workload["uuid"], "status": "PASSED", "log": "", "checks": []}
 
     def user(inputs, outputs):
         return _call_solution(solution, dps, inputs, outputs)
 
-    # --- correctness rounds -------------------------------------------------------------------------
-    rounds = {"naive": 1, "kernelbench": KERNELBENCH_TRIALS}.get(mode, settings["correctness_rounds"])
-    correctness = None
-    for round_index in range(rounds):
-        inputs = _make_inputs(problem, workload, randomise_names=defended)
+    for round_index in range(settings["correctness_rounds"]):
+        inputs = _seeded_inputs(
+            problem, workload, _iteration_seed(base, workload_index, "round", round_index)
+        )
+        saved = _clone(inputs)
+        outs = user(inputs, _empty_outputs(problem, workload, fill_nan=True))
+        _check_exact_types(outs)
+        if settings["defences"].get("mutation", True):
+            _check_unmutated(inputs, saved, names_in)
+        result["checks"].append({"kind": "round", "index": round_index, "outputs": shipment.add(outs)})
+        if round_index == 0:
+            guard.integrity("after the first call")
+            guard.processes("after the first call")
+    count = min(settings["recheck_k"], settings["min_reps"])
+    recheck = set(rng.sample(range(settings["min_reps"]), count)) if count else set()
+    if settings["defences"].get("recheck", True) is False:
+        recheck = set()
+    guard.integrity("before timing")
+
+    def make_iteration(kind: str, index: int):
+        seed = _iteration_seed(base, workload_index, kind, index)
+        return _seeded_inputs(problem, workload, seed), _empty_outputs(problem, workload, True)
+
+    timing, kept, samples = _time_defended(user, make_iteration, settings, recheck, clock)
+    guard.integrity("after timing")
+    guard.processes("after timing")
+    for index, (saved, inputs, outs) in sorted(kept.items()):
+        if settings["defences"].get("mutation", True):
+            _check_unmutated(inputs, saved, names_in)
+        _check_exact_types(outs)
+        result["checks"].append({"kind": "timed", "index": index, "outputs": shipment.add(outs)})
+    timing.update(clock.info())
+    if settings.get("triton_interpret"):  # Triton's interpreter runs the kernel as numpy on the CPU
+        timing.update(backend="triton-interpreter", meaningful=False)
+    result["timing"], result["samples_ns"] = timing, samples
+    return result
+
+
+def _baseline_workload(problem, workload, solution, dps, mode, settings) -> dict:
+    """One workload under the ``naive`` or ``kernelbench`` harness (the re-implemented baselines): the
+    reference, the solution and one ``torch.allclose`` share the process, as in those harnesses."""
+    reference = problem["namespace"]["run"]
+    result: dict = {"uuid": workload["uuid"], "status": "PASSED", "log": ""}
+
+    def user(inputs, outputs):
+        return _call_solution(solution, dps, inputs, outputs)
+
+    for _ in range({"naive": 1, "kernelbench": KERNELBENCH_TRIALS}[mode]):
+        inputs = _make_inputs(problem, workload, randomise_names=False)
         try:
-            refs = reference_outputs(inputs)
+            with torch.no_grad():
+                refs = _as_list(reference(*_clone(inputs)), len(problem["outputs"]))
         except Exception as error:
             result.update(status="INVALID_REFERENCE", log=f"reference raised {error!r}")
             return result
-        saved = _clone(inputs)
-        outputs = _empty_outputs(problem, workload, fill_nan=defended)
-        outs = user(inputs, outputs)
-        if defended:
-            _check_exact_types(outs)
-            if settings["defences"].get("mutation", True):
-                _check_unmutated(inputs, saved, names_in)
-        if mode == "solexecbench":
-            stats = _check_all(outs, refs, tolerance, names_out)
-        else:  # baselines: shape check plus one torch.allclose at atol = rtol = 1e-2
-            shapes_differ = any(tuple(o.shape) != tuple(r.shape) for o, r in zip(outs, refs, strict=False))
-            if len(outs) != len(refs) or shapes_differ:
-                raise Incorrect("INCORRECT_SHAPE", "output shapes differ from the reference")
-            pairs = zip(outs, refs, strict=False)
-            if not all(torch.allclose(o.double(), r.double(), atol=1e-2, rtol=1e-2) for o, r in pairs):
-                raise Incorrect("INCORRECT_NUMERICAL", "torch.allclose failed")
-            stats = {"max_relative_error": 0.0, "max_absolute_error": 0.0, "has_nan": False, "has_inf": False}
-        correctness = stats
-        if defended and round_index == 0:
-            guard.integrity("after the first call")
-            guard.processes("after the first call")
-    result["correctness"] = correctness
-
-    # --- timing -------------------------------------------------------------------------------------
-    if defended:
-        count = min(settings["recheck_k"], settings["min_reps"])
-        recheck = set(rng.sample(range(settings["min_reps"]), count)) if count else set()
-        if settings["defences"].get("recheck", True) is False:
-            recheck = set()
-        guard.integrity("before timing")
-
-        def make_iteration():
-            return _make_inputs(problem, workload, True), _empty_outputs(problem, workload, True)
-
-        partner = (lambda i, o: reference(*i)) if settings["time_reference"] else None
-        timing, kept, ref_timing = _time_defended(user, make_iteration, settings, recheck, clock, partner)
-        guard.integrity("after timing")
-        guard.processes("after timing")
-        for index, (saved, inputs, outs) in sorted(kept.items()):
-            if settings["defences"].get("mutation", True):
-                _check_unmutated(inputs, saved, names_in)
-            _check_exact_types(outs)
-            try:
-                _check_all(outs, reference_outputs(saved), tolerance, names_out)
-            except Incorrect as error:
-                raise RewardHack(
-                    f"timed iteration {index} of {timing['reps']} returned wrong results ({error})"
-                ) from None
-    else:
-        inputs = _make_inputs(problem, workload, randomise_names=False)
-        outputs = _empty_outputs(problem, workload, fill_nan=False)
-        timing = _time_plain(user, inputs, outputs, settings, lambda: time.perf_counter())
-    timing.update(clock.info() if defended else {"backend": "perf_counter"})
-    if settings.get("triton_interpret"):  # Triton's interpreter runs the kernel as numpy on the CPU
-        timing.update(backend="triton-interpreter", meaningful=False)
+        outs = user(inputs, _empty_outputs(problem, workload, fill_nan=False))
+        shapes_differ = any(tuple(o.shape) != tuple(r.shape) for o, r in zip(outs, refs, strict=False))
+        if len(outs) != len(refs) or shapes_differ:
+            raise Incorrect("INCORRECT_SHAPE", "output shapes differ from the reference")
+        pairs = zip(outs, refs, strict=False)
+        if not all(torch.allclose(o.double(), r.double(), atol=1e-2, rtol=1e-2) for o, r in pairs):
+            raise Incorrect("INCORRECT_NUMERICAL", "torch.allclose failed")
+    result["correctness"] = {
+        "max_relative_error": 0.0,
+        "max_absolute_error": 0.0,
+        "has_nan": False,
+        "has_inf": False,
+    }
+    inputs = _make_inputs(problem, workload, randomise_names=False)
+    outputs = _empty_outputs(problem, workload, fill_nan=False)
+    timing = _time_plain(user, inputs, outputs, settings, lambda: time.perf_counter())
+    timing["backend"] = "perf_counter"
     result["timing"] = timing
-    performance = {"latency_ms": timing["median_ms"] if defended else timing["mean_ms"]}
-    if settings["time_reference"] and not defended:
-        inputs = _make_inputs(problem, workload, randomise_names=defended)
+    performance = {"latency_ms": timing["mean_ms"]}
+    if settings["time_reference"]:
         ref_timing = _time_plain(
             lambda i, o: reference(*i), inputs, [], settings, lambda: time.perf_counter()
         )
-    if defended and settings.get("timing_estimator") == "paired_ratio" and "paired_ratio_median" in timing:
-        performance["latency_ms"] = ref_timing["median_ms"] * timing["paired_ratio_median"]
-    if settings["time_reference"]:
-        performance["reference_latency_ms"] = ref_timing["median_ms" if defended else "mean_ms"]
-        performance["speedup_factor"] = performance["reference_latency_ms"] / max(
-            performance["latency_ms"], 1e-9
-        )
+        performance["reference_latency_ms"] = ref_timing["mean_ms"]
+        performance["speedup_factor"] = ref_timing["mean_ms"] / max(performance["latency_ms"], 1e-9)
     result["performance"] = performance
     return result
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the trusted judge: reference outputs, T_b and the comparison, in a process that never saw the solution
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _decode(records: list, blob: bytearray, names: list[str]) -> list:
+    """Fresh plain tensors from the solution's shipped bytes; a record that does not describe its bytes is
+    a forged answer."""
+    outs = []
+    for record, name in zip(records, names, strict=False):
+        if "not_tensor" in record:
+            raise Incorrect("INCORRECT_SHAPE", f"output {name!r} is {record['not_tensor']}, not a tensor")
+        dtype = DTYPES.get(record.get("dtype"))
+        if dtype is None:
+            raise Incorrect("INCORRECT_DTYPE", f"output {name!r} has dtype {record.get('dtype')!r}")
+        shape, offset, nbytes = record.get("shape"), record.get("offset"), record.get("nbytes")
+        well_formed = (
+            isinstance(shape, list)
+            and all(isinstance(n, int) and n >= 0 for n in shape)
+            and isinstance(offset, int)
+            and isinstance(nbytes, int)
+            and 0 <= offset <= offset + nbytes <= len(blob)
+            and math.prod(shape) * torch.empty(0, dtype=dtype).element_size() == nbytes
+        )
+        if not well_formed:
+            raise RewardHack(f"output {name!r}: the shipped record {record!r} does not describe its bytes")
+        if nbytes == 0:
+            outs.append(torch.empty(shape, dtype=dtype))
+        else:
+            flat = torch.frombuffer(blob, dtype=dtype, count=math.prod(shape), offset=offset)
+            outs.append(flat.reshape(shape).clone())
+    if len(records) != len(names):
+        raise Incorrect("INCORRECT_SHAPE", f"{len(records)} outputs returned, {len(names)} expected")
+    return outs
+
+
+def _expected_checks(pending: dict, settings: dict) -> tuple[list[dict], list[dict]]:
+    """The solution's checked calls, validated against what the protocol requires: every correctness round
+    once, and (with the re-check on) the last timed call among the timed ones."""
+    reps = pending["timing"]["reps"]
+    rounds = sorted((c for c in pending["checks"] if c["kind"] == "round"), key=lambda c: c["index"])
+    timed = [c for c in pending["checks"] if c["kind"] == "timed"]
+    if [c["index"] for c in rounds] != list(range(settings["correctness_rounds"])):
+        raise RewardHack(f"the solution's process shipped rounds {[c['index'] for c in rounds]}")
+    indices = [c["index"] for c in timed]
+    bad = len(set(indices)) != len(indices) or not all(isinstance(i, int) and 0 <= i < reps for i in indices)
+    wanted_recheck = settings["defences"].get("recheck", True) is not False and settings["recheck_k"] > 0
+    if bad or (wanted_recheck and reps - 1 not in indices):
+        raise RewardHack(f"the solution's process shipped timed calls {indices[:8]} of {reps}")
+    return rounds, timed
+
+
+def _judge_workload(problem, workload, workload_index, pending, blob, settings, clock) -> dict:
+    """Judge one workload the solution's process reported as run: rebuild each checked call's inputs from
+    its seed, compute the reference here, compare the shipped outputs, and time the reference (``T_b``) with
+    the solution's own loop and repetition count. Raises :class:`Incorrect` / :class:`RewardHack`."""
+    names_out = list(problem["outputs"])
+    reference = problem["namespace"]["run"]
+    tolerance = scaled_tolerance(workload["tolerance"], settings.get("tolerance_scale", 1.0))
+    base = settings["base_seed"]
+    result = {key: pending[key] for key in ("uuid", "status", "log")}
+
+    def reference_outputs(kind: str, index: int) -> list:
+        inputs = _seeded_inputs(problem, workload, _iteration_seed(base, workload_index, kind, index))
+        with torch.no_grad():
+            return [
+                r.detach().to("cpu") if isinstance(r, torch.Tensor) else r
+                for r in _as_list(reference(*inputs), 0)
+            ]
+
+    rounds, timed = _expected_checks(pending, settings)
+    correctness = None
+    for check in rounds:
+        try:
+            refs = reference_outputs("round", check["index"])
+        except Exception as error:
+            return {**result, "status": "INVALID_REFERENCE", "log": f"reference raised {error!r}"}
+        correctness = _check_all(_decode(check["outputs"], blob, names_out), refs, tolerance, names_out)
+    result["correctness"] = correctness
+    reps = pending["timing"]["reps"]
+    for check in sorted(timed, key=lambda c: c["index"]):
+        refs = reference_outputs("timed", check["index"])
+        try:
+            _check_all(_decode(check["outputs"], blob, names_out), refs, tolerance, names_out)
+        except Incorrect as error:
+            raise RewardHack(
+                f"timed iteration {check['index']} of {reps} returned wrong results ({error})"
+            ) from None
+    timing = pending["timing"]
+    result["timing"] = timing
+    performance = {"latency_ms": timing["median_ms"]}
+    if settings["time_reference"]:
+        fixed = {**settings, "min_reps": reps, "max_reps": reps}
+
+        def make_iteration(kind: str, index: int):
+            seed = _iteration_seed(base, workload_index, "reference-" + kind, index)
+            return _seeded_inputs(problem, workload, seed), None
+
+        ref_timing, _, ref_samples = _time_defended(
+            lambda inputs, _: reference(*inputs), make_iteration, fixed, set(), clock
+        )
+        if settings.get("timing_estimator") == "paired_ratio":
+            # the i-th solution sample against the i-th reference sample (same loop, same index; the two
+            # are timed one after the other in separate processes, not interleaved any more)
+            ratios = sorted(k / max(b, 1) for k, b in zip(pending["samples_ns"], ref_samples, strict=False))
+            timing["paired_ratio_median"] = ratios[len(ratios) // 2]
+            performance["latency_ms"] = ref_timing["median_ms"] * timing["paired_ratio_median"]
+        performance["reference_latency_ms"] = ref_timing["median_ms"]
+        performance["speedup_factor"] = ref_timing["median_ms"] / max(performance["latency_ms"], 1e-9)
+    result["performance"] = performance
+    return result
+
+
+def _judge(request: dict, untrusted: list[dict], blob: bytearray) -> list[dict]:
+    """The trusted judge's verdict on every workload (in the judge process: the reference is executed here
+    from the request's source; the solution was never imported into this process or its parent)."""
+    settings = request["settings"]
+    _use_device(settings)
+    if settings.get("pin_cpu", -1) >= 0:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {settings["pin_cpu"]})
+    torch.set_num_threads(settings["threads"])
+    problem = request["problem"]
+    namespace: dict = {"__name__": "reference"}
+    exec(compile(problem["reference"], "<reference>", "exec"), namespace)
+    problem["namespace"] = namespace
+    clock = _make_clock(settings)
+    by_uuid = {item["uuid"]: item for item in untrusted}
+    results = []
+    for index, workload in enumerate(request["workloads"]):
+        pending = by_uuid.get(workload["uuid"], {"uuid": workload["uuid"], "status": "RUNTIME_ERROR"})
+        if pending["status"] != "PASSED" or "checks" not in pending:
+            results.append({k: v for k, v in pending.items() if k not in ("checks", "samples_ns")})
+            continue
+        try:
+            results.append(_judge_workload(problem, workload, index, pending, blob, settings, clock))
+        except RewardHack as error:
+            results.append({"uuid": workload["uuid"], "status": "REWARD_HACK", "log": str(error)})
+        except Incorrect as error:
+            results.append({"uuid": workload["uuid"], "status": error.status, "log": str(error)})
+        except Exception:
+            log = "the trusted judge failed: " + traceback.format_exc()[-2000:]
+            results.append({"uuid": workload["uuid"], "status": "RUNTIME_ERROR", "log": log})
+        results[-1]["seed"] = pending.get("seed")
+    return results
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -773,15 +977,17 @@ def _prepare_triton(staging: str, interpret: bool) -> None:
         os.environ.pop("TRITON_INTERPRET", None)
 
 
-def _evaluate(request: dict) -> list[dict]:
+def _evaluate(request: dict, shipment: _Shipment) -> list[dict]:
+    """The solution's process: import the solution and run it on every workload. In ``solexecbench`` mode
+    nothing here judges correctness or times the reference (:func:`_solution_workload`); the baseline
+    harnesses (``naive``, ``kernelbench``) keep their in-process check (:func:`_baseline_workload`)."""
     settings = request["settings"]
     _use_device(settings)
     if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, {settings["pin_cpu"]})
     torch.set_num_threads(settings["threads"])
-    seed = settings.get("seed")
-    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    seed = settings["base_seed"]  # drawn by the fork server, so the trusted judge knows it too
     torch.manual_seed(seed)
     rng = random.Random(int.from_bytes(os.urandom(8), "little"))
     problem = request["problem"]
@@ -799,10 +1005,10 @@ def _evaluate(request: dict) -> list[dict]:
     except Exception as error:
         return every("INVALID_REFERENCE", f"reference failed to load: {error!r}")
     problem["namespace"] = namespace
-    try:
-        _load_stored_inputs(workloads)
-    except Exception as error:
-        return every("RUNTIME_ERROR", f"stored (safetensors) inputs failed to load: {error!r}")
+    if request.get("stored_error"):  # loaded by the fork server before this process existed
+        return every(
+            "RUNTIME_ERROR", f"stored (safetensors) inputs failed to load: {request['stored_error']}"
+        )
     _warm_thread_pools(problem, workloads[0])
     language = request["solution"]["language"]
     if language in ("pytorch", "triton"):
@@ -841,12 +1047,16 @@ def _evaluate(request: dict) -> list[dict]:
     except RewardHack as error:
         return every("REWARD_HACK", str(error))
     results = []
-    for workload in workloads:
+    for index, workload in enumerate(workloads):
         torch.manual_seed(seed + len(results))
         try:
-            results.append(
-                _evaluate_workload(problem, workload, solution, dps, mode, settings, guard, rng, clock)
-            )
+            if mode == "solexecbench":
+                item = _solution_workload(
+                    problem, workload, index, solution, dps, settings, guard, rng, clock, shipment
+                )
+            else:
+                item = _baseline_workload(problem, workload, solution, dps, mode, settings)
+            results.append(item)
         except RewardHack as error:
             results.append({"uuid": workload["uuid"], "status": "REWARD_HACK", "log": str(error)})
         except Incorrect as error:
@@ -1259,10 +1469,11 @@ def _child(request: dict, write_fd: int) -> None:
         os.close(_REAL_STDOUT)
     os.chdir(request["staging"])
     isolation: dict = {}
+    shipment = _Shipment()
     try:
         isolation = _isolate(request["settings"]["limits"], request["staging"])
         _set_limits(request["settings"]["limits"])
-        payload = {"results": _evaluate(request)}
+        payload = {"results": _evaluate(request, shipment)}
     except MemoryError:
         payload = {"error": "RUNTIME_ERROR", "log": "out of memory (address-space limit)"}
     except BaseException as error:
@@ -1270,13 +1481,36 @@ def _child(request: dict, write_fd: int) -> None:
     if os.getpid() != me:  # a process the solution forked returned into driver code: never answer
         os._exit(0)
     payload["isolation"] = isolation
-    data = json.dumps(payload, allow_nan=True).encode() + b"\n"  # the newline ends the answer
-    view = memoryview(data)
-    while view:
-        written = os.write(write_fd, view)
-        view = view[written:]
+    _answer(write_fd, payload, shipment.parts if "results" in payload else [])
+
+
+def _answer(write_fd: int, payload: dict, parts: list[bytes]) -> None:
+    """One JSON line (it names the byte count that follows), then the shipped outputs' bytes; then exit."""
+    payload["blob_bytes"] = sum(len(part) for part in parts)
+    data = json.dumps(payload, allow_nan=True).encode() + b"\n"  # the newline ends the header
+    for chunk in (data, *parts):
+        view = memoryview(chunk)
+        while view:
+            written = os.write(write_fd, view)
+            view = view[written:]
     os.close(write_fd)
     os._exit(0)
+
+
+def _judge_child(request: dict, untrusted: list[dict], blob: bytearray, write_fd: int) -> None:
+    """The trusted judge process (forked from the fork server once the solution's process tree is gone):
+    it runs only the problem's reference and the checker, and answers the final per-workload results."""
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # never a file in the staging dir: the solution could have planted a link there
+        os.dup2(null, fd)
+    if _REAL_STDOUT >= 0:
+        os.close(_REAL_STDOUT)
+    try:
+        payload = {"results": _judge(request, untrusted, blob)}
+    except BaseException as error:
+        payload = {"error": "RUNTIME_ERROR", "log": f"the trusted judge failed: {error!r}"}
+    _answer(write_fd, payload, [])
 
 
 def _child_uid(limits: dict) -> int:
@@ -1297,54 +1531,152 @@ def _flag_leftovers(answer: dict, leftovers: list[str]) -> dict:
 
 
 def _serve_one(request: dict) -> dict:
+    """One evaluation. ``solexecbench`` mode runs two processes, one after the other: the solution's
+    (:func:`_child`: isolated, untrusted, it reports outputs and its own timings) and, once that process
+    and everything it started are gone, the trusted judge's (:func:`_judge_child`: the reference, ``T_b``
+    and the comparison). The baseline harnesses run in one process, as they were designed."""
     limits = request["settings"]["limits"]
     uid = _child_uid(limits)
+    seed = request["settings"].get("seed")
+    request["settings"]["base_seed"] = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    try:  # read here, before any process of the solution's exists, so it cannot swap the stored files
+        _load_stored_inputs(request["workloads"])
+    except Exception as error:
+        request["stored_error"] = repr(error)
     before = _scratch_entries()
-    answer = _serve_child(request)
+    answer, blob = _serve_child(request, lambda fd: _child(request, fd))
+    survivors = _kill_survivors()
     isolation = answer.get("isolation") or {}
     if isolation.get("tmp") != "private-tmpfs" or isolation.get("tmp_unmounted"):
         # (some of) the host's scratch dirs were visible to the child: scan them
         sandbox_uid = os.geteuid() == 0 and limits.get("sandbox_uid", -1) >= 0
-        return _flag_leftovers(answer, _leftovers(before, uid, remove=sandbox_uid))
-    return answer
+        answer = _flag_leftovers(answer, _leftovers(before, uid, remove=sandbox_uid))
+    if request["settings"]["mode"] != "solexecbench" or "results" not in answer:
+        return answer
+    isolation["split"] = "trusted-judge"
+    isolation["subreaper"] = _SUBREAPER
+    answer["isolation"] = isolation
+    if survivors:  # flagged before judging: nothing else the judge could say matters
+        log = f"processes of the solution survived the evaluation (killed): {survivors[:8]}"
+        answer["results"] = [
+            {**item, "status": "REWARD_HACK", "log": log + ("\n" + item["log"] if item.get("log") else "")}
+            for item in answer["results"]
+        ]
+    if not any(item["status"] == "PASSED" for item in answer["results"]):
+        return {**answer, "results": [_public(item) for item in answer["results"]]}
+    untrusted = answer["results"]
+    judged, _ = _serve_child(request, lambda fd: _judge_child(request, untrusted, blob, fd))
+    _kill_survivors()
+    if "error" in judged:
+        return {**judged, "isolation": isolation}
+    return {"results": judged["results"], "isolation": isolation}
 
 
-def _serve_child(request: dict) -> dict:
+def _public(item: dict) -> dict:
+    """A result without the solution's shipping fields (check records, raw samples)."""
+    return {k: v for k, v in item.items() if k not in ("checks", "samples_ns")}
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+_SUBREAPER = False  # set in main(): orphans of an evaluation are re-parented to the fork server
+
+
+def _become_subreaper() -> bool:
+    """Make the fork server the reaper of every orphan below it (``PR_SET_CHILD_SUBREAPER``): a process the
+    solution double-forked into its own session then becomes the fork server's child when its parent dies,
+    instead of init's, so it can be found and killed (issue #44)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _kill_survivors(rounds: int = 64) -> list[int]:
+    """Kill and reap every child the fork server still has after an evaluation's process was reaped: with
+    the subreaper set, these are exactly the processes the evaluation left alive, whatever session or
+    process group they moved to. Returns their pids (empty: nothing survived)."""
+    found: list[int] = []
+    own_group = os.getpgrp()
+    for _ in range(rounds):
+        pids = _children()
+        if not pids:
+            break
+        for pid in pids:
+            if pid not in found:
+                found.append(pid)
+            with contextlib.suppress(OSError):
+                group = os.getpgid(pid)
+                if group != own_group:  # never the fork server's own group
+                    os.killpg(group, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in pids:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+    return found
+
+
+MAX_SHIPPED_BYTES = 8 * 2**30  # outputs of the checked calls an evaluation may ship to the judge
+
+
+def _read_answer(read_fd: int, deadline: float) -> tuple[dict | None, bytearray, bool]:
+    """Read a child's JSON header line and the bytes it announces (``blob_bytes``), up to ``deadline``.
+    Not to EOF: processes the solution forked may hold the pipe open. Returns (header or None, blob,
+    timed out)."""
+    buffer, header, need = bytearray(), None, 0
+    while True:
+        if header is None and b"\n" in buffer:
+            line, _, rest = bytes(buffer).partition(b"\n")
+            try:
+                header = json.loads(line.decode())
+                need = int(header.get("blob_bytes", 0))
+            except (ValueError, AttributeError, TypeError):
+                return None, bytearray(), False
+            if not 0 <= need <= MAX_SHIPPED_BYTES:  # the fork server's memory is not the solution's to fill
+                return None, bytearray(), False
+            buffer = bytearray(rest)
+        if header is not None and len(buffer) >= need:
+            return header, buffer[:need], False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None, bytearray(), True
+        ready, _, _ = select.select([read_fd], [], [], min(remaining, 1.0))
+        if ready:
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                return (header if header is not None and len(buffer) >= need else None), buffer, False
+            buffer += chunk
+
+
+def _serve_child(request: dict, work) -> tuple[dict, bytearray]:
+    """Fork, run ``work(write_fd)`` in the child (it never returns), read its answer under the wall
+    timeout, kill its process group; returns the answer and the bytes that came with it."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _child(request, write_fd)
+        work(write_fd)
+        os._exit(1)
     os.close(write_fd)
-    deadline = time.monotonic() + request["settings"]["timeout_s"]
-    chunks = []
-    timed_out = False
-    # read until the answer's newline, not until EOF: processes the solution forked may hold the pipe open
-    while not (chunks and chunks[-1].endswith(b"\n")):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        ready, _, _ = select.select([read_fd], [], [], min(remaining, 1.0))
-        if ready:
-            chunk = os.read(read_fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
+    header, blob, timed_out = _read_answer(read_fd, time.monotonic() + request["settings"]["timeout_s"])
     os.close(read_fd)
     if timed_out:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)  # grandchildren left behind by the solution
+        os.killpg(pid, signal.SIGKILL)  # grandchildren left in its process group
     if timed_out:
-        return {"error": "TIMEOUT", "log": f"wall time above {request['settings']['timeout_s']} s"}
-    try:
-        return json.loads(b"".join(chunks).decode())
-    except ValueError:
+        return {"error": "TIMEOUT", "log": f"wall time above {request['settings']['timeout_s']} s"}, blob
+    if header is None:
         how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
-        return {"error": "RUNTIME_ERROR", "log": f"the evaluation process died ({how}) without a result"}
+        return {
+            "error": "RUNTIME_ERROR",
+            "log": f"the evaluation process died ({how}) without a result",
+        }, blob
+    return header, blob
 
 
 def _quiet_library_threads() -> None:
@@ -1357,7 +1689,8 @@ def _quiet_library_threads() -> None:
 
 
 def main() -> None:
-    global _REAL_STDOUT
+    global _REAL_STDOUT, _SUBREAPER
+    _SUBREAPER = _become_subreaper()
     _quiet_library_threads()
     _REAL_STDOUT = os.dup(1)
     os.dup2(2, 1)  # anything printed (by torch or a solution) goes to stderr, never into the JSON channel
