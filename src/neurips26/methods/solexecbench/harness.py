@@ -26,15 +26,16 @@ from typing import Any
 
 from neurips26.methods.solar import HardwareSpec, load_hardware, refresh_calibration
 from neurips26.methods.solar.hardware import latest_calibration
-from neurips26.methods.solexecbench.backends import (
+from neurips26.methods.solexecbench.backends import (  # the device helpers are re-exported from here
     LanguagePlan,
     cuda_flush_bytes,
     cupti_importable,
     find_nvcc,
+    gpu_hardware_name,
+    host_device,
     language_plan,
-    resolve_device,
+    sandbox_cuda_visible,
     select_timer,
-    visible_device,
 )
 from neurips26.methods.solexecbench.compile import build_cpp_extension
 from neurips26.methods.solexecbench.config import SolExecBenchConfig
@@ -128,39 +129,6 @@ class EvaluationResult:
     @property
     def statuses(self) -> list[str]:
         return [s.status for s in self.scores]
-
-
-def host_device(device: str) -> str:
-    """``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) resolved against this host's CUDA devices."""
-    import torch
-
-    available = device != "cpu" and torch.cuda.is_available()
-    return resolve_device(device, available, torch.cuda.device_count() if available else 0)
-
-
-def sandbox_cuda_visible(device: str) -> str | None:
-    """The ``CUDA_VISIBLE_DEVICES`` a sandbox for ``device`` (resolved) gets: None (no GPU) on CPU."""
-    import os
-
-    if not device.startswith("cuda"):
-        return None
-    return visible_device(int(device.split(":")[1]), os.environ.get("CUDA_VISIBLE_DEVICES"))
-
-
-def gpu_hardware_name(device_name: str, known: list[str] | None = None) -> str:
-    """The packaged datasheet spec whose name appears in ``device_name`` ("NVIDIA H200" -> "H200");
-    a clear error when none does (pass ``hardware=`` explicitly then)."""
-    from neurips26.methods.solar import known_hardware
-
-    names = known if known is not None else known_hardware()
-    text = device_name.upper().replace(" ", "-")
-    # longest first, so "H100-SXM" wins over a shorter name it contains
-    matches = [name for name in sorted(names, key=len, reverse=True) if name.upper().split("-")[0] in text]
-    if not matches:
-        raise ValueError(
-            f"no solar hardware spec matches the GPU {device_name!r}; pass hardware= (known: {sorted(names)})"
-        )
-    return matches[0]
 
 
 def _now() -> str:
