@@ -114,10 +114,10 @@ def test_the_upsampler_that_was_counted_over_the_full_rectangle() -> None:
 
 
 def test_a_wrong_transposed_lowering_fails_the_gate() -> None:
-    from neurips26.methods.solar import rules
+    from neurips26.methods.solar import rules, rules_convolution
 
     conv = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, bias=False)
-    original = rules._transposed_convolution_node
+    original = rules_convolution._transposed_convolution_node
 
     def flipped_kernel(call: rules.OpCall, target: str) -> EinsumNode:
         node = original(call, target)
@@ -130,11 +130,11 @@ def test_a_wrong_transposed_lowering_fails_the_gate() -> None:
         node.operands = [x, rules.Access(w.value, flipped)]
         return node
 
-    rules._transposed_convolution_node = flipped_kernel
+    rules_convolution._transposed_convolution_node = flipped_kernel
     try:
         assert not analyze(conv, [torch.randn(1, 3, 5, 5)], hw="H200").validated
     finally:
-        rules._transposed_convolution_node = original
+        rules_convolution._transposed_convolution_node = original
     assert analyze(conv, [torch.randn(1, 3, 5, 5)], hw="H200").validated
 
 
