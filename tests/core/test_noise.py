@@ -93,8 +93,9 @@ print("IMPORTED", sorted(m for m in ("torchao", "transformers", "diffusers") if 
 def test_only_the_known_messages_are_dropped(caplog) -> None:
     silence_third_party_noise()
     silence_third_party_noise()  # idempotent: one filter per logger
-    for name in KNOWN_NOISE:
-        assert len(logging.getLogger(name).filters) == 1
+    for name in KNOWN_NOISE:  # a library may add filters of its own (diffusers does, once imported)
+        ours = [f for f in logging.getLogger(name).filters if type(f).__module__ == "neurips26.core.noise"]
+        assert len(ours) == 1, name
     torchao = logging.getLogger("torchao")
     with caplog.at_level(logging.WARNING, logger="torchao"):
         torchao.warning("Failed to load /x/_C_mxfp8.so: no CUDA")
