@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from neurips26.bench.experiment import NotApplicable
 from neurips26.data.fashion_mnist import DEBIAN_ROOT
 from neurips26.methods.spcacw.experiment import EXPERIMENT, SYSTEMS, SPCACWExperimentConfig, run
 
@@ -27,10 +28,12 @@ def test_fmnist_profile_leaves_the_default_config_alone():
     profile = EXPERIMENT.profile("fmnist")
     assert {p["task"] for p in profile.points()} == {"fmnist"}
     assert sorted(p["dirichlet"] for p in profile.points()) == [0.1, 0.5]
-    assert profile.seeds >= 5 and "oracle_weights" not in profile.systems
+    assert profile.seeds >= 5
     config = EXPERIMENT.config_for(profile, profile.points()[0], {})
     assert (config.task, config.n_clients, config.n_concepts) == ("fmnist", 30, 1)
     assert SPCACWExperimentConfig().task == "digits"
+    with pytest.raises(NotApplicable, match="uniform_weights"):  # one concept: the oracle is uniform
+        run(SYSTEMS["oracle_weights"](config), config, None, 0, _Quiet())
 
 
 @needs_data
