@@ -149,6 +149,67 @@ def _transform(images: np.ndarray, labels: np.ndarray, concept: int, kind: str, 
     return images, perms[concept][labels]
 
 
+def draw_target(
+    labels: np.ndarray, pool: np.ndarray, alpha: float, samples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """A scarce target: its Dirichlet(alpha) label distribution and ~``samples`` indices of ``pool`` from it.
+
+    Returns ``(label_distribution (K,), indices)``; a class with fewer members than drawn gives all it has.
+    """
+    n_classes = int(labels.max()) + 1
+    distribution = rng.dirichlet(np.full(n_classes, alpha))
+    per_class = rng.multinomial(samples, distribution)
+    own: list[int] = []
+    for c in range(n_classes):
+        members = pool[labels[pool] == c]
+        own.extend(rng.choice(members, min(per_class[c], len(members)), replace=False).tolist())
+    return distribution, np.asarray(own, dtype=np.int64)
+
+
+def dirichlet_split(
+    labels: np.ndarray, pool: np.ndarray, n_parts: int, alpha: float, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Label-skewed parts of ``pool``: each class is split among the parts with Dirichlet(alpha) shares.
+
+    The standard non-IID partition (Hsu et al. 2019): the smaller ``alpha``, the fewer classes a part
+    holds. A part left with < 2 images borrows two at random from ``pool`` (so none is empty); each part's
+    indices come shuffled.
+    """
+    n_classes = int(labels.max()) + 1
+    proportions = rng.dirichlet(np.full(n_parts, alpha), size=n_classes)  # (class, part)
+    parts: list[list[int]] = [[] for _ in range(n_parts)]
+    for c in range(n_classes):
+        members = pool[labels[pool] == c]
+        members = members[rng.permutation(len(members))]
+        cuts = (np.cumsum(proportions[c]) * len(members)).astype(int)[:-1]
+        for index, part in enumerate(np.split(members, cuts)):
+            parts[index].extend(part.tolist())
+    out = []
+    for part in parts:
+        if len(part) < 2:  # a small alpha can leave a part nearly empty: lend it two images
+            part.extend(rng.choice(pool, 2, replace=False).tolist())
+        out.append(rng.permutation(np.asarray(part, dtype=np.int64)))
+    return out
+
+
+def target_and_peers(
+    labels: np.ndarray,
+    pool: np.ndarray,
+    n_clients: int,
+    alpha: float,
+    target_samples: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Client 0 draws ``target_samples`` from its own Dirichlet(alpha) label distribution; the other
+    ``n_clients - 1`` split the rest of ``pool`` with :func:`dirichlet_split`.
+
+    Returns the target's label distribution and every client's indices (client 0 first).
+    """
+    target_dist, target_own = draw_target(labels, pool, alpha, target_samples, rng)
+    rest = np.setdiff1d(pool, target_own)
+    return target_dist, [target_own, *dirichlet_split(labels, rest, n_clients - 1, alpha, rng)]
+
+
 def digits_federation(
     n_clients: int = 16,
     n_concepts: int = 4,
@@ -186,27 +247,7 @@ def digits_federation(
     n_test = round(test_fraction * len(labels))
     test_idx, train_idx = order[:n_test], order[n_test:]
     perms = np.stack([np.arange(10)] + [rng.permutation(10) for _ in range(max(n_concepts - 1, 0))])
-    # the target draws ~target_samples images from its own Dirichlet label distribution first
-    target_dist = rng.dirichlet(np.full(10, dirichlet))
-    per_class = rng.multinomial(target_samples, target_dist)
-    target_own: list[int] = []
-    for c in range(10):
-        members = train_idx[labels[train_idx] == c]
-        target_own.extend(rng.choice(members, min(per_class[c], len(members)), replace=False).tolist())
-    rest = np.setdiff1d(train_idx, np.asarray(target_own, dtype=np.int64))
-    proportions = rng.dirichlet(np.full(n_clients - 1, dirichlet), size=10)  # (class, peer)
-    owned: list[np.ndarray] = [np.asarray(target_own, dtype=np.int64)]
-    peer_parts: list[list[int]] = [[] for _ in range(n_clients - 1)]
-    for c in range(10):
-        members = rest[labels[rest] == c]
-        members = members[rng.permutation(len(members))]
-        cuts = (np.cumsum(proportions[c]) * len(members)).astype(int)[:-1]
-        for peer, part in enumerate(np.split(members, cuts)):
-            peer_parts[peer].extend(part.tolist())
-    for part in peer_parts:
-        if len(part) < 2:  # Dirichlet(0.3) can leave a peer nearly empty: lend it two images
-            part.extend(rng.choice(rest, 2, replace=False).tolist())
-        owned.append(rng.permutation(np.asarray(part, dtype=np.int64)))
+    target_dist, owned = target_and_peers(labels, train_idx, n_clients, dirichlet, target_samples, rng)
     counts = np.array([len(o) for o in owned])
     n_max = int(counts.max())
     x = np.zeros((n_clients, n_max, 64), np.float32)
