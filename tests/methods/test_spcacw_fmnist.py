@@ -9,7 +9,7 @@ import pytest
 
 from neurips26.bench.experiment import NotApplicable
 from neurips26.data.fashion_mnist import DEBIAN_ROOT
-from neurips26.methods.spcacw.experiment import EXPERIMENT, SYSTEMS, SPCACWExperimentConfig, run
+from neurips26.methods.spcacw.experiment import EXPERIMENT, SYSTEMS, SPCACWExperimentConfig
 
 needs_data = pytest.mark.skipif(
     not (Path(DEBIAN_ROOT) / "train-labels-idx1-ubyte.gz").exists(),
@@ -33,7 +33,7 @@ def test_fmnist_profile_leaves_the_default_config_alone():
     assert (config.task, config.n_clients, config.n_concepts) == ("fmnist", 30, 1)
     assert SPCACWExperimentConfig().task == "digits"
     with pytest.raises(NotApplicable, match="uniform_weights"):  # one concept: the oracle is uniform
-        run(SYSTEMS["oracle_weights"](config), config, None, 0, _Quiet())
+        EXPERIMENT.run_cell(SYSTEMS["oracle_weights"](config), config, profile, 0, _Quiet())
 
 
 @needs_data
@@ -42,8 +42,9 @@ def test_fmnist_cells_run_and_spcacw_reports_its_peer_weight():
         SPCACWExperimentConfig(), task="fmnist", n_clients=20, n_concepts=1, dirichlet=0.5, rounds=6,
         eval_every=3, n_targets=2,
     )  # fmt: skip
-    ours = run(SYSTEMS["spcacw"](config), config, None, 0, _Quiet())
-    local = run(SYSTEMS["local"](config), config, None, 0, _Quiet())
+    profile = EXPERIMENT.profile("fmnist")
+    ours = EXPERIMENT.run_cell(SYSTEMS["spcacw"](config), config, profile, 0, _Quiet())
+    local = EXPERIMENT.run_cell(SYSTEMS["local"](config), config, profile, 0, _Quiet())
     assert 0.0 <= ours["peer_weight"] <= 1.0 and 0.0 <= ours["alone_share"] <= 1.0
     assert 0.1 < local["target_accuracy"] <= 1.0  # above chance after 6 steps on the target's own labels
     if ours["peer_weight"] == 0.0:  # certified alone every round: SP-CACW's model is Local's, exactly
