@@ -34,6 +34,7 @@ ALLOWED = {
         "_LAST_REFRESH": "when this process last re-calibrated a spec (rate limit of re-calibration)",
         "_SUPERSEDED": "a calibration this process replaced -> its replacement (same machine, same process)",
     },
+    "solar/bounds.py": {"search_tiling()": "the tile search per (m, n, k, capacity): pure, bounded (4096)"},
     "solar/rules.py": {"_RULES": "the rule registry, filled at import"},
     "solexecbench/driver.py": {
         "_GC_ATTEMPTS": "state of the sandbox's driver process, not of a worker",

@@ -8,20 +8,18 @@ are read from :data:`neurips26.data.fashion_mnist.DEBIAN_ROOT`; a missing instal
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from neurips26.data.fashion_mnist import N_CLASSES, PIXELS, ByteClientData, fmnist_federation
 from neurips26.methods.spcacw.engine import FlatMLP
 
 
-def fmnist_task(config: Any, seed: int) -> tuple[ByteClientData, FlatMLP, list[int]]:
+def fmnist_data(config: Any, seed: int) -> ByteClientData:
+    """The seed's Fashion-MNIST federation (~2 s to build): the experiment builds it once per (grid point,
+    seed) in its ``fmnist_federation`` setup stage, so every system trains on the same partition."""
+    return fmnist_federation(config.n_clients, config.dirichlet, config.target_samples, seed=seed)
+
+
+def fmnist_task(config: Any, data: ByteClientData) -> tuple[ByteClientData, FlatMLP, list[int]]:
     """``(data, model, targets)`` for an experiment config with ``task="fmnist"``."""
-    data = _federation(config.n_clients, config.dirichlet, config.target_samples, seed)
     return data, FlatMLP((PIXELS, config.hidden, N_CLASSES)), list(range(config.n_targets))
-
-
-@functools.lru_cache(maxsize=2)
-def _federation(n_clients: int, dirichlet: float, target_samples: int, seed: int) -> ByteClientData:
-    """Cached: every system of a (grid point, seed) trains on the same partition (~2 s to build)."""
-    return fmnist_federation(n_clients, dirichlet, target_samples, seed=seed)
