@@ -14,6 +14,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.methods.solexecbench_helpers import FAST
 
 from neurips26.methods.solexecbench import (
     Definition,
@@ -50,16 +51,6 @@ from neurips26.methods.solexecbench.solutions import (
     red_team_solution,
 )
 from neurips26.testing.contract import check_experiment_contract
-
-FAST = dict(
-    correctness_rounds=2,
-    warmup=1,
-    min_reps=5,
-    max_reps=6,
-    time_budget_s=0.01,
-    flush_bytes=2**20,
-    timeout_s=30.0,
-)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import (
     FormatError,
@@ -36,15 +37,7 @@ from neurips26.methods.solexecbench.harness import gpu_hardware_name
 from neurips26.methods.solexecbench.problem_set import build_problems
 from neurips26.methods.solexecbench.solutions import ladder_solution, make_solution, red_team_solution
 
-FAST = dict(
-    correctness_rounds=2,
-    warmup=1,
-    min_reps=3,
-    max_reps=3,
-    time_budget_s=0.01,
-    flush_bytes=2**20,
-    timeout_s=60.0,
-)
+FAST = {**FAST_SETTINGS, "min_reps": 3, "max_reps": 3, "timeout_s": 60.0}
 CUDA = torch.cuda.is_available()
 _SANDBOX: list[Sandbox] = []
 

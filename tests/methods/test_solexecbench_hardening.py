@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 import torch
+from tests.methods.solexecbench_helpers import FAST
 
 from neurips26.methods.solar import HardwareSpec
 from neurips26.methods.solar.hardware import DEFAULT_TRIALS
@@ -24,15 +25,6 @@ from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH
 from neurips26.methods.solexecbench.harness import DEFAULT_TOLERANCE
 from neurips26.methods.solexecbench.solutions import make_solution, red_team_solution
 
-FAST = dict(
-    correctness_rounds=2,
-    warmup=1,
-    min_reps=5,
-    max_reps=6,
-    time_budget_s=0.01,
-    flush_bytes=2**20,
-    timeout_s=30.0,
-)
 # the default before issue #33 (and upstream's): atol = rtol = 1e-2 on 99% of elements
 LEGACY_TOLERANCE = {
     "max_atol": 1e-2,

@@ -10,20 +10,12 @@ import subprocess
 import sys
 
 import pytest
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, load_problem_set
 from neurips26.methods.solexecbench.solutions import LADDER, _function, ladder_solution, make_solution
 
-FAST = dict(
-    correctness_rounds=2,
-    warmup=1,
-    min_reps=5,
-    max_reps=6,
-    time_budget_s=0.01,
-    flush_bytes=2**20,
-    timeout_s=30.0,
-    static_check=False,
-)  # the static check would reject these before they run
+FAST = {**FAST_SETTINGS, "static_check": False}  # the static check would reject these before they run
 KERNEL = "import torch\n\n\n" + _function("rmsnorm", LADDER["rmsnorm"]["fused"], "kernel") + "\n\n"
 SWALLOWED_SOCKET = (
     KERNEL

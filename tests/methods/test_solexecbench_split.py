@@ -13,22 +13,14 @@ import json
 import re
 
 import pytest
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, load_problem, load_problem_set
 from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH
 from neurips26.methods.solexecbench.problem_set import build_problems
 from neurips26.methods.solexecbench.solutions import make_solution
 
-FAST = dict(
-    correctness_rounds=2,
-    warmup=1,
-    min_reps=5,
-    max_reps=6,
-    time_budget_s=0.01,
-    flush_bytes=2**20,
-    timeout_s=60.0,
-    static_check=False,
-)
+FAST = {**FAST_SETTINGS, "timeout_s": 60.0, "static_check": False}
 POLICIES = ["namespace", "fallback"]
 
 # -- reference override through the dispatcher: aten::rsqrt answers 1 for every process that asks --------

@@ -16,22 +16,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import Sandbox, SolExecBench, SolExecBenchConfig, load_problem
 from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH, private_tmp_policy
 from neurips26.methods.solexecbench.problem_set import build_problems
 from neurips26.methods.solexecbench.solutions import make_solution
 
-FAST = dict(
-    correctness_rounds=2,
-    warmup=1,
-    min_reps=5,
-    max_reps=6,
-    time_budget_s=0.01,
-    flush_bytes=2**20,
-    timeout_s=60.0,
-    static_check=False,  # the probe reads a file by path, which the static check would not judge
-)
+# the probe reads a file by path, which the static check would not judge
+FAST = {**FAST_SETTINGS, "timeout_s": 60.0, "static_check": False}
 PROBE = "seb_tmp_probe"
 # an honest rmsnorm that needs a module importable only from the virtualenv under /tmp (imported lazily:
 # the fork server has not imported it), and leaves a file in /tmp (private: gone after the evaluation)
