@@ -20,7 +20,7 @@ from typing import Any
 from neurips26 import __version__
 from neurips26.core.noise import silence_third_party_noise
 from neurips26.papers import abstract
-from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec
+from neurips26.registry import METHODS, SLUGS, TOOLS, MethodSpec, get_spec, method_readme
 
 EXIT_OK, EXIT_METHOD_ERROR, EXIT_USAGE, EXIT_CLAIM_FAILED = 0, 1, 2, 3
 RESULTS_ROOT = Path("results")  # committed results, relative to the repository root
@@ -346,10 +346,6 @@ def _declared_timing(slug: str) -> list[str]:
     if spec is None or spec.status != "ready":
         return []
     return [metric.name for metric in spec.load_experiment().metrics if metric.timing]
-
-
-def method_readme(slug: str) -> Path:
-    return Path(__file__).parent / "methods" / slug / "README.md"
 
 
 def _rejudge_published(slugs: Sequence[str], profile: str) -> int:

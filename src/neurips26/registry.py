@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 Status = Literal["ready", "planned", "unavailable"]
@@ -335,6 +336,11 @@ METHODS: tuple[MethodSpec, ...] = (
 del _M
 
 SLUGS: tuple[str, ...] = tuple(spec.slug for spec in METHODS)
+
+
+def method_readme(slug: str) -> Path:
+    """Where method ``slug``'s README lives inside the installed package (it may not exist yet)."""
+    return Path(__file__).resolve().parent / "methods" / slug / "README.md"
 
 
 def get_spec(slug: str) -> MethodSpec:

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Snippet", "method_readme", "readme_snippets", "run_snippet"]
+from neurips26.registry import method_readme
+
+__all__ = ["Snippet", "readme_snippets", "run_snippet"]
 
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _DIRECTIVE = re.compile(r"<!--\s*snippet:\s*(requires|skip)\s*(.*?)\s*-->\s*$")
@@ -41,17 +43,11 @@ class Snippet:
         return f"{self.readme.parent.name}[{self.index}]"
 
 
-def method_readme(slug: str) -> Path:
-    """The README of method ``slug`` inside the installed package."""
-    path = Path(__file__).resolve().parents[1] / "methods" / slug / "README.md"
-    if not path.is_file():
-        raise FileNotFoundError(f"method {slug!r} has no README at {path}")
-    return path
-
-
 def readme_snippets(readme: str | Path) -> list[Snippet]:
     """Every python block of ``readme`` (a path, or a method slug), in order, with its directive."""
     path = Path(readme) if Path(readme).suffix == ".md" else method_readme(str(readme))
+    if not path.is_file():
+        raise FileNotFoundError(f"no README at {path}")
     text = path.read_text(encoding="utf-8")
     snippets = []
     for index, match in enumerate(_FENCE.finditer(text)):
