@@ -91,7 +91,8 @@ def test_an_edit_invalidates_exactly_the_methods_that_depend_on_it(
     package: Path, edited: str, a_changes: bool, b_changes: bool
 ) -> None:
     before = _prints(package)
-    _append(package / edited, "# edited\n")
+    # a statement for sources (a comment would not count: see the docstring test), bytes for other files
+    _append(package / edited, "EDITED = 1\n" if edited.endswith(".py") else "# edited\n")
     after = _prints(package)
     assert (after[0] != before[0], after[1] != before[1]) == (a_changes, b_changes)
 
@@ -114,7 +115,7 @@ def test_resume_after_a_readme_edit_recomputes_nothing_and_other_methods_keep_th
     assert run(A)["run_info"]["resumed_cells"] == run(B)["run_info"]["resumed_cells"] == 0
     _append(package / "methods/a/README.md", "\nresults block refreshed\n")
     assert run(A)["run_info"]["resumed_cells"] == run(B)["run_info"]["resumed_cells"] == 20
-    _append(package / "methods/a/experiment.py", "# a changed algorithm\n")
+    _append(package / "methods/a/experiment.py", "CHANGED_ALGORITHM = True\n")
     assert run(B)["run_info"]["resumed_cells"] == 20  # editing a never invalidates b
     assert run(A)["run_info"]["resumed_cells"] == 0  # but it invalidates a's own cells
 
@@ -149,9 +150,18 @@ def test_on_the_real_package_readme_edits_keep_every_method_and_a_source_edit_mo
     for readme in (root / "methods").glob("*/README.md"):
         _append(readme, "\n<!-- refreshed -->\n")
     edited = ready[0].slug
-    _append(root / "methods" / edited / "experiment.py", "# edited\n")
+    _append(root / "methods" / edited / "experiment.py", "EDITED = True\n")
     after = {spec.slug: code_fingerprint(spec.experiment, root) for spec in ready}
     assert [slug for slug in before if before[slug] != after[slug]] == [edited]
     for spec in ready:
         listed = fingerprint_files(spec.experiment, root)
         assert not [p for p in listed if p.suffix in (".md", ".png")], f"{spec.slug}: docs in its fingerprint"
+
+
+def test_docstrings_comments_and_layout_do_not_count_but_code_does(package: Path) -> None:
+    source = package / "methods/b/model.py"
+    before = code_fingerprint(B, package)
+    source.write_text('"""A model."""\n\n\nclass Model:  # why\n    """Docs."""\n\n    pass\n')
+    assert code_fingerprint(B, package) == before
+    source.write_text("class Model:\n    size = 2\n")
+    assert code_fingerprint(B, package) != before

@@ -5,6 +5,8 @@ fingerprint of the experiment ``package.methods.<slug>.experiment`` covers:
 
 - every file of the experiment's own folder (``methods/<slug>/``, recursively: sources, committed weights,
   checkpoints, problem sets), except documentation and pictures (``README.md`` and any ``.md``, ``.png``...);
+  a Python source counts by its syntax tree without docstrings (``source_digest``), so comments, docstrings
+  and formatting never count;
 - every module of the package the experiment imports, transitively: the module files and the ``__init__``
   of each package on the way;
 - the data files beside each of those shared modules (their folder and its sub-folders that are not Python
@@ -42,11 +44,49 @@ _LARGE_FILE = 256 * 1024  # weights and checkpoints: re-read only when their siz
 _large_file_digests: dict[tuple[str, int, int], bytes] = {}
 
 
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` with the docstring of the module and of each class and function dropped (in place)."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def source_digest(source: str) -> bytes | None:
+    """SHA-256 of a Python source's syntax tree without docstrings, comments, layout or line numbers.
+
+    So rewording a docstring or a comment, or reformatting, never voids saved cells nor makes a
+    published result "older code"; any change to what the code does changes the digest. None when the
+    source does not parse (the caller then hashes the bytes).
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    dumped = ast.dump(_without_docstrings(tree), annotate_fields=False, include_attributes=False)
+    return hashlib.sha256(dumped.encode()).digest()
+
+
 def file_digest(path: Path) -> bytes:
-    """SHA-256 of a file's bytes (large files are cached by size and mtime; sources are always re-read)."""
+    """Digest of a file: a Python source by its meaning (``source_digest``), any other file by its bytes.
+
+    Large files are cached by size and mtime; sources are always re-read.
+    """
     stat = path.stat()
     if stat.st_size < _LARGE_FILE:  # an edit can keep a small file's size and mtime tick
-        return hashlib.sha256(path.read_bytes()).digest()
+        data = path.read_bytes()
+        if path.suffix == ".py":
+            meaning = source_digest(data.decode("utf-8", errors="replace"))
+            if meaning is not None:
+                return meaning
+        return hashlib.sha256(data).digest()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     if key not in _large_file_digests:
         _large_file_digests[key] = hashlib.sha256(path.read_bytes()).digest()
