@@ -67,6 +67,24 @@ def test_published_default_was_run_under_the_current_config(spec) -> None:
 
 
 @pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
+def test_published_default_was_made_by_the_current_code(spec) -> None:
+    """A result made by older code is republished, never kept: the default's recorded code fingerprint is
+    the method's current one (docstrings, comments and READMEs do not count, see bench.fingerprint)."""
+    from neurips26.bench.fingerprint import code_fingerprint
+
+    published = RESULTS / spec.slug / "default.json"
+    if spec.status != "ready" or not published.is_file():
+        pytest.skip(f"{spec.slug}: not ready or nothing published")
+    made_by = read_result(published)["run_info"].get("code_fingerprint")
+    current = code_fingerprint(spec.experiment)
+    assert made_by == current, (
+        f"results/{spec.slug}/default.json was made by code {made_by}, the method's code is now {current}: "
+        f"rerun `neurips26 run {spec.slug} --profile default --publish` and `neurips26 report --readme "
+        f"{spec.slug}`"
+    )
+
+
+@pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
 def test_readme_results_block_is_generated_from_the_committed_json(spec) -> None:
     readme = PACKAGE / "methods" / spec.slug / "README.md"
     published = RESULTS / spec.slug / "default.json"

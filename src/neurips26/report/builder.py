@@ -70,7 +70,37 @@ def readme_block(result: dict) -> str:
         f"reproduce with `{command}` ({versions})."
     )
     start, end = results_markers(info["profile"])
-    return f"{start}\n{header}\n\n{method_section(result)}\n{end}"
+    return f"{start}\n{header}\n{code_provenance(result)}\n\n{method_section(result)}\n{end}"
+
+
+def current_code_fingerprint(slug: str) -> str | None:
+    """The code fingerprint method ``slug``'s experiment has now (None for an unknown slug)."""
+    from neurips26.bench.fingerprint import code_fingerprint
+    from neurips26.registry import METHODS
+
+    spec = next((spec for spec in METHODS if spec.slug == slug and spec.experiment), None)
+    return code_fingerprint(spec.experiment) if spec else None
+
+
+def code_provenance(result: dict) -> str:
+    """One generated sentence: whether ``result`` was made by the method's current code.
+
+    A result made by older code (another fingerprint, or none recorded) says so where its numbers are
+    shown, with the command that republishes it; a ``default`` result must never be in that state
+    (``tests/test_provenance.py``).
+    """
+    info = result["run_info"]
+    made_by = info.get("code_fingerprint")
+    now = current_code_fingerprint(info["slug"])
+    if now is None:  # not a registered method (a toy or a test experiment): nothing to compare with
+        return f"Made by code fingerprint `{made_by}`." if made_by else ""
+    if made_by == now:
+        return f"Made by the method's current code (fingerprint `{made_by}`)."
+    recorded = f"code fingerprint `{made_by}`" if made_by else "code older than recorded fingerprints"
+    return (
+        f"**Made by older code** ({recorded}; the method's code is now `{now}`): kept for reference "
+        f"until republished with `neurips26 run {info['slug']} --profile {info['profile']} --publish`."
+    )
 
 
 def current_readme_block(readme: str | Path, profile: str = "default") -> str | None:
