@@ -1,14 +1,15 @@
 """Baselines of the ScaleBITS experiment, all stored in the same packed format and counted by one ledger.
 
-* Uniform round-to-nearest (RTN) at 2/3/4 bits: ``quantize_(model, UniformRTNConfig(bits=3))``; ours,
-  the standard asymmetric group RTN (as in GPTQ's and HQQ's RTN baselines), same tile/group layout.
-* Uniform GPTQ: ``quantize_(model, GPTQConfig(bits=3), calibration=ids)`` -- **re-implemented** in
+* Uniform round-to-nearest (RTN) at 2/3/4 bits: ``quantize_and_report(model, UniformRTNConfig(bits=3))``;
+  ours, the standard asymmetric group RTN (as in GPTQ's and HQQ's RTN baselines), same tile/group layout.
+* Uniform GPTQ: ``quantize_and_report(model, GPTQConfig(bits=3), calibration=ids)`` -- **re-implemented** in
   :mod:`.gptq` (neither llm-compressor nor GPTQModel installs with torch 2.13 / transformers 5.2; a side
   venv with llm-compressor cross-checks it: ``benchmarks/scalebits_gptq_crosscheck.py``).
-* HQQ: ``quantize_(model, HQQConfig(bits=3))`` -- **library adapter**: the ``hqq`` package's
+* HQQ: ``quantize_and_report(model, HQQConfig(bits=3))`` -- **library adapter**: the ``hqq`` package's
   ``Quantizer.quantize`` (half-quadratic proximal solver, ``axis=1`` groups along input channels); its
   float16 scale and float16 zero per group are stored as such and counted (16 + 16 bits per group).
-* HAWQ-style layer-wise mixed precision: ``quantize_(model, HAWQConfig(avg_bits=3), calibration=ids)`` --
+* HAWQ-style layer-wise mixed precision:
+  ``quantize_and_report(model, HAWQConfig(avg_bits=3), calibration=ids)`` --
   **re-implemented** in :mod:`.hawq` (Hutchinson Hessian traces, exact integer-program knapsack).
 * Static-sensitivity mixed precision: ScaleBITS with ``sensitivity="static"`` (gradient and Fisher
   measured once at full precision; HAWQ / SliM-LLM style estimate) -- the paper's ablation.
