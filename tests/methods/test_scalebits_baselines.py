@@ -367,3 +367,17 @@ def test_every_gptq_rounded_row_uses_activation_ordering(monkeypatch, llama, tok
     slim = SliMLLMConfig(avg_bits=3.5, tile=(8, 16), group_size=16, act_order=True, micro_batch=2)
     quantize_and_report(model, slim, calibration=tokens[:2])
     assert seen == [True]
+
+
+def test_uniform_rtn_through_torchao_quantize_equals_quantize_and_report(llama) -> None:
+    pytest.importorskip("torchao")
+    from torchao.quantization import quantize_ as torchao_quantize_
+
+    config = UniformRTNConfig(bits=3, tile=(16, 32), group_size=32)
+    ours, theirs = copy.deepcopy(llama), copy.deepcopy(llama)
+    quantize_and_report(ours, config)
+    assert torchao_quantize_(theirs, config, filter_fn=config.filter_fn) is None
+    packed = [name for name, m in ours.named_modules() if isinstance(m, ScaleBitsLinear)]
+    assert packed
+    for name in packed:
+        assert torch.equal(ours.get_submodule(name).dequantize(), theirs.get_submodule(name).dequantize())

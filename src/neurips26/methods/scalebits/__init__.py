@@ -22,10 +22,12 @@ from neurips26.methods.scalebits.persistence import check_no_packed_weights, loa
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
 
-#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``): a model-level verb
-#: (quantize_and_report), not torchao's per-module quantize_.
+#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``): ScaleBITS through its
+#: model-level verb quantize_and_report (a global allocation no torchao handler sees), and the uniform RTN
+#: baseline through torchao's own quantize_ (a registered per-module handler).
 CONFORMANCE: tuple[tuple[str, str], ...] = (
     ("quantizer", "neurips26.methods.scalebits.conformance:tiny_quantizer"),
+    ("quantizer", "neurips26.methods.scalebits.conformance:tiny_rtn_torchao"),
 )
 
 __all__ = [

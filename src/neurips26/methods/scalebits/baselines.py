@@ -56,10 +56,23 @@ from neurips26.methods.scalebits.integration import (
 )
 from neurips26.methods.scalebits.packed import ScaleBitsLinear
 
+try:  # torchao is optional (the quant extra; transformers' quantizers already import it when present)
+    from torchao.core.config import AOBaseConfig
+    from torchao.quantization.transform_module import register_quantize_module_handler
+except ImportError:  # pragma: no cover - exercised where torchao is missing
+    AOBaseConfig = object  # type: ignore[assignment,misc]
+    register_quantize_module_handler = None
+
 
 @dataclass
-class UniformRTNConfig:
-    """Uniform asymmetric round-to-nearest at ``bits`` with ``group_size`` (ScaleBITS' packed layout)."""
+class UniformRTNConfig(AOBaseConfig):  # type: ignore[misc,valid-type]
+    """Uniform asymmetric round-to-nearest at ``bits`` with ``group_size`` (ScaleBITS' packed layout).
+
+    Each layer is quantized on its own, so a per-module torchao handler fits: with torchao installed,
+    ``torchao.quantization.quantize_(model, UniformRTNConfig(bits=3), filter_fn)`` packs the same
+    :class:`ScaleBitsLinear` layers as ``quantize_and_report`` (which also returns the report; torchao's
+    verb returns None and takes its own ``filter_fn`` instead of ``config.filter_fn``).
+    """
 
     bits: int = 4
     tile: tuple[int, int] = (32, 64)
@@ -89,13 +102,32 @@ def uniform_ledger_bits(
 
 @register_quantize_handler(UniformRTNConfig)
 def _quantize_rtn(model: nn.Module, config: UniformRTNConfig) -> QuantizationReport:
-    linears = select_linears(model, config.filter_fn)
-    allocation = {
-        name: uniform_tile_bits(tuple(layer.weight.shape), config.tile, config.bits)
-        for name, layer in linears.items()
+    packed = {
+        name: rtn_linear(layer, config) for name, layer in select_linears(model, config.filter_fn).items()
     }
-    packed = apply_allocation(model, allocation, (config.bits,), config.tile, config.group_size, config.pad)
+    for name, layer in packed.items():
+        replace_module(model, name, layer)
     return packed_report(packed, [], None)
+
+
+def rtn_linear(layer: nn.Linear, config: UniformRTNConfig) -> ScaleBitsLinear:
+    """One ``nn.Linear`` packed at ``config.bits`` (the per-module step of both verbs)."""
+    tile_bits = uniform_tile_bits(tuple(layer.weight.shape), config.tile, config.bits)
+    return ScaleBitsLinear.from_weight(
+        layer.weight,
+        tile_bits,
+        (config.bits,),
+        config.tile,
+        config.group_size,
+        layer.bias,
+        config.pad,
+        getattr(layer, "input_order", None),
+        getattr(layer, "output_order", None),
+    )
+
+
+if register_quantize_module_handler is not None:
+    register_quantize_module_handler(UniformRTNConfig)(rtn_linear)
 
 
 def quantize_random(

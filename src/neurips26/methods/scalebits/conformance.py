@@ -27,3 +27,11 @@ def tiny_quantizer() -> QuantizerCase:
         returns=QuantizationReport,
         filter_in_config=True,
     )
+
+
+def tiny_rtn_torchao() -> QuantizerCase:
+    """The uniform RTN baseline through torchao's own ``quantize_`` (a per-module handler fits it)."""
+    from neurips26.methods.scalebits.baselines import UniformRTNConfig
+
+    tokens = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
+    return QuantizerCase(_tiny_model, UniformRTNConfig(bits=3, tile=(16, 32), group_size=32), (tokens,))
