@@ -35,7 +35,7 @@ def _declared(slug: str) -> tuple[tuple[str, str], ...]:
 
 
 PAIRS = [
-    pytest.param(family, path, id=f"{slug}-{family}")
+    pytest.param(family, path, id=f"{slug}-{family}-{path.rpartition(':')[2]}")
     for slug in (spec.slug for spec in METHODS)
     for family, path in _declared(slug)
     if family in FAMILY_PACKAGES
