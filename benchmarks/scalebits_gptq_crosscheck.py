@@ -63,7 +63,7 @@ from neurips26.methods.scalebits.experiment import (
     load_task,
     reference_predictions,
 )
-from neurips26.methods.scalebits.integration import quantize_, select_linears
+from neurips26.methods.scalebits.integration import quantize_and_report, select_linears
 from neurips26.report.tables import markdown_table
 
 SYSTEMS = ("rtn", "ours", "ours_static", "ours_actorder", "llmc", "llmc_actorder", "llmc_default")
@@ -137,7 +137,7 @@ def quantize_ours(
     """ScaleBITS' RTN or GPTQ in the packed format, with the experiment's layout (pad: down_proj is 688)."""
     layout = {"tile": config.method.tile, "group_size": config.method.group_size, "pad": config.method.pad}
     if system == "rtn":
-        quantize_(model, UniformRTNConfig(bits=bits, **layout))
+        quantize_and_report(model, UniformRTNConfig(bits=bits, **layout))
         return
     gptq = GPTQConfig(
         bits=bits,
@@ -146,7 +146,7 @@ def quantize_ours(
         act_order=system == "ours_actorder",
         **layout,
     )
-    quantize_(model, gptq, calibration=calibration)
+    quantize_and_report(model, gptq, calibration=calibration)
 
 
 def llmc_modifier(bits: int, group_size: int, actorder: str | None) -> Any:

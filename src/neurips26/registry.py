@@ -233,7 +233,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "semanticdialect",
         "Semantic dialects: block formats for low-bit video DiTs",
         "quant",
-        "quantize_",
+        "fake_quantize_dit_",
         "Semantic-aware block formats preserve DiT video quality at low bit width.",
         extras=("video",),
         experiment="neurips26.methods.semanticdialect.experiment:EXPERIMENT",
@@ -264,7 +264,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "scalebits",
         "ScaleBITS: scalable bit-width search for mixed-precision LLM quantization",
         "quant",
-        "quantize_",
+        "quantize_and_report",
         "Dynamic-sensitivity greedy bit allocation beats uniform and static "
         "mixed precision at equal average bits.",
         extras=("llm", "quant"),

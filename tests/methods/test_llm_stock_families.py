@@ -24,7 +24,7 @@ from neurips26.methods.scalebits import (
     ScaleBitsLinear,
     check_no_packed_weights,
     load_quantized,
-    quantize_,
+    quantize_and_report,
     save_quantized,
 )
 from neurips26.methods.scalebits.baselines import quantize_random
@@ -138,7 +138,7 @@ def test_scalebits_search_with_gather_indices_reloads_bit_exactly(tmp_path):
     config = ScaleBitsConfig(
         avg_bits=3.0, tile=(16, 32), group_size=32, sensitivity="static", reorder="gather", fraction=0.2
     )
-    quantize_(model, config, calibration=calibration)
+    quantize_and_report(model, config, calibration=calibration)
     assert any(any(m.gathers) for m in model.modules() if isinstance(m, ScaleBitsLinear))
     ids, mask = left_padded_batch(LENGTHS)
     save_quantized(model, tmp_path)
@@ -165,7 +165,7 @@ def test_scalebits_readme_save_and_reload_snippet_runs():
 
 
 def test_saving_an_unquantized_model_is_an_error(tmp_path):
-    with pytest.raises(ValueError, match="quantize_ it first"):
+    with pytest.raises(ValueError, match="run quantize_and_report first"):
         save_quantized(tiny_stock_model("llama"), tmp_path)
 
 

@@ -18,7 +18,7 @@ from neurips26.methods.scalebits import (
     batched_greedy,
     fold_reordering,
     pack_bits,
-    quantize_,
+    quantize_and_report,
     unpack_bits,
 )
 from neurips26.methods.scalebits.core import (
@@ -219,7 +219,7 @@ def test_exact_greedy_equals_brute_force_knapsack_on_convex_costs(seed: int, ste
     assert greedy_loss == pytest.approx(best, abs=1e-6)
 
 
-# --- model level: folding, degenerate equivalence, quantize_ ------------------------------------------
+# --- model level: folding, degenerate equivalence, quantize_and_report -----------------------------------
 
 
 def test_folded_reordering_leaves_full_precision_outputs_unchanged(llama, tokens) -> None:
@@ -241,8 +241,8 @@ def test_equal_bits_budget_equals_round_to_nearest(llama, tokens, bits) -> None:
     config = ScaleBitsConfig(
         avg_bits=bits + (16 + bits) / GROUP, bits=(bits,), tile=TILE, group_size=GROUP, reorder="none"
     )
-    report = quantize_(ours, config, calibration=tokens)
-    quantize_(rtn, UniformRTNConfig(bits=bits, tile=TILE, group_size=GROUP))
+    report = quantize_and_report(ours, config, calibration=tokens)
+    quantize_and_report(rtn, UniformRTNConfig(bits=bits, tile=TILE, group_size=GROUP))
     for name, module in ours.named_modules():
         if isinstance(module, ScaleBitsLinear):
             reference = rtn.get_submodule(name)
@@ -255,7 +255,7 @@ def test_equal_bits_budget_equals_round_to_nearest(llama, tokens, bits) -> None:
 
 def test_top_budget_of_mixed_set_equals_rtn_at_the_top_width(llama, tokens) -> None:
     ours = copy.deepcopy(llama)
-    report = quantize_(
+    report = quantize_and_report(
         ours, ScaleBitsConfig(avg_bits=5.0, tile=TILE, group_size=GROUP, reorder="none"), calibration=tokens
     )
     assert all(bool((bits == 4).all()) for bits in report.tile_bits.values())
@@ -266,7 +266,7 @@ def test_top_budget_of_mixed_set_equals_rtn_at_the_top_width(llama, tokens) -> N
 def test_quantize_hits_the_budget_and_runs(llama, tokens, sensitivity) -> None:
     model = copy.deepcopy(llama)
     config = ScaleBitsConfig(avg_bits=3.0, tile=TILE, group_size=GROUP, sensitivity=sensitivity, fraction=0.2)
-    report = quantize_(model, config, calibration=tokens)
+    report = quantize_and_report(model, config, calibration=tokens)
     tile_step = TILE[0] * TILE[1] * (1 + 1 / GROUP) / report.n_weights
     assert 3.0 - tile_step < report.bits_per_weight <= 3.0
     assert report.nbytes == sum(m.packed_nbytes() for m in model.modules() if isinstance(m, ScaleBitsLinear))
@@ -316,7 +316,7 @@ def test_padding_covers_weights_that_tiles_do_not_divide(tokens) -> None:
     assert layer.ledger().n_weights == 800 and layer.ledger().nbytes == layer.packed_nbytes()
     model = tiny_llama(hidden_size=32, intermediate_size=48, num_layers=1, num_heads=2, num_kv_heads=1)
     config = ScaleBitsConfig(avg_bits=3.2, tile=TILE, group_size=GROUP, fraction=0.25, pad=True)
-    report = quantize_(model, config, calibration=tokens)
+    report = quantize_and_report(model, config, calibration=tokens)
     assert report.bits_per_weight <= 3.2
     with torch.no_grad():
         assert torch.isfinite(model(tokens).logits).all()
@@ -343,17 +343,30 @@ def test_bad_config_names_the_argument(kwargs, argument) -> None:
 
 def test_bad_model_inputs_name_the_argument(llama, tokens) -> None:
     with pytest.raises(ValueError, match="tile"):
-        quantize_(copy.deepcopy(llama), ScaleBitsConfig(tile=(24, 32), group_size=16), calibration=tokens)
+        quantize_and_report(
+            copy.deepcopy(llama), ScaleBitsConfig(tile=(24, 32), group_size=16), calibration=tokens
+        )
     with pytest.raises(ValueError, match="filter_fn"):
-        quantize_(copy.deepcopy(llama), ScaleBitsConfig(filter_fn=lambda m, n: False), calibration=tokens)
+        quantize_and_report(
+            copy.deepcopy(llama), ScaleBitsConfig(filter_fn=lambda m, n: False), calibration=tokens
+        )
     with pytest.raises(ValueError, match="avg_bits"):
-        quantize_(
+        quantize_and_report(
             copy.deepcopy(llama),
             ScaleBitsConfig(avg_bits=2.0, tile=TILE, group_size=GROUP),
             calibration=tokens,
         )
-    with pytest.raises(TypeError, match="quantize_ handler"):
-        quantize_(copy.deepcopy(llama), object())
+    with pytest.raises(TypeError, match="quantize_and_report handler"):
+        quantize_and_report(copy.deepcopy(llama), object())
 
 
 # --- README ---------------------------------------------------------------------------------------------
+
+
+def test_quantize_is_a_deprecated_alias_of_quantize_and_report(llama, tokens) -> None:
+    from neurips26.methods.scalebits import quantize_
+
+    config = UniformRTNConfig(bits=3, tile=TILE, group_size=GROUP)
+    with pytest.warns(DeprecationWarning, match="use quantize_and_report"):
+        report = quantize_(copy.deepcopy(llama), config)
+    assert report.bits_per_weight == quantize_and_report(copy.deepcopy(llama), config).bits_per_weight

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scalebits_oracles import brute_force_knapsack, gptq_reference
 
-from neurips26.methods.scalebits import ScaleBitsLinear, UniformRTNConfig, quantize_
+from neurips26.methods.scalebits import ScaleBitsLinear, UniformRTNConfig, quantize_and_report
 from neurips26.methods.scalebits.baselines import (
     GPTQConfig,
     HAWQConfig,
@@ -109,8 +109,8 @@ def test_gptq_stages_follow_the_forward_order_and_shared_inputs(llama, tokens) -
 
 def test_uniform_gptq_has_rtn_ledger_and_beats_rtn_on_the_calibration_loss(llama, tokens) -> None:
     rtn_model, gptq_model = copy.deepcopy(llama), copy.deepcopy(llama)
-    rtn = quantize_(rtn_model, UniformRTNConfig(bits=2, tile=TILE, group_size=GROUP))
-    gptq = quantize_(
+    rtn = quantize_and_report(rtn_model, UniformRTNConfig(bits=2, tile=TILE, group_size=GROUP))
+    gptq = quantize_and_report(
         gptq_model, GPTQConfig(bits=2, tile=TILE, group_size=GROUP, block_size=32), calibration=tokens
     )
     assert gptq.total_bits == rtn.total_bits and gptq.nbytes == rtn.nbytes
@@ -154,7 +154,7 @@ def test_gptq_pads_weights_that_tiles_do_not_divide(tokens) -> None:
     model = tiny_llama(
         hidden_size=32, intermediate_size=40, num_layers=1, num_heads=2, num_kv_heads=1, seed=2
     )
-    report = quantize_(
+    report = quantize_and_report(
         model, GPTQConfig(bits=3, tile=TILE, group_size=GROUP, block_size=32, pad=True), calibration=tokens
     )
     down = model.model.layers[0].mlp.down_proj
@@ -191,7 +191,7 @@ def test_hqq_layer_stores_float16_zeros_and_matches_the_library() -> None:
 @requires_package("hqq")
 def test_hqq_quantize_runs_and_is_counted(llama, tokens) -> None:
     model = copy.deepcopy(llama)
-    report = quantize_(model, HQQConfig(bits=2, tile=TILE, group_size=GROUP))
+    report = quantize_and_report(model, HQQConfig(bits=2, tile=TILE, group_size=GROUP))
     shapes = [
         tuple(layer.weight.shape) for layer in select_linears(llama, lambda m, n: "lm_head" not in n).values()
     ]
@@ -253,7 +253,7 @@ def test_hutchinson_equals_its_probes_on_the_exact_hessian() -> None:
 def test_hawq_hits_the_budget_and_uses_one_width_per_layer(llama, tokens) -> None:
     model = copy.deepcopy(llama)
     config = HAWQConfig(avg_bits=2.9, tile=TILE, group_size=GROUP, hutchinson_samples=2)
-    report = quantize_(model, config, calibration=tokens)
+    report = quantize_and_report(model, config, calibration=tokens)
     assert report.bits_per_weight <= 2.9
     assert all(len(set(bits.tolist())) == 1 for bits in report.tile_bits.values())
     assert len({int(bits[0]) for bits in report.tile_bits.values()}) > 1  # mixed across layers
@@ -365,5 +365,19 @@ def test_every_gptq_rounded_row_uses_activation_ordering(monkeypatch, llama, tok
     )
     model = copy.deepcopy(llama)
     slim = SliMLLMConfig(avg_bits=3.5, tile=(8, 16), group_size=16, act_order=True, micro_batch=2)
-    quantize_(model, slim, calibration=tokens[:2])
+    quantize_and_report(model, slim, calibration=tokens[:2])
     assert seen == [True]
+
+
+def test_uniform_rtn_through_torchao_quantize_equals_quantize_and_report(llama) -> None:
+    pytest.importorskip("torchao")
+    from torchao.quantization import quantize_ as torchao_quantize_
+
+    config = UniformRTNConfig(bits=3, tile=(16, 32), group_size=32)
+    ours, theirs = copy.deepcopy(llama), copy.deepcopy(llama)
+    quantize_and_report(ours, config)
+    assert torchao_quantize_(theirs, config, filter_fn=config.filter_fn) is None
+    packed = [name for name, m in ours.named_modules() if isinstance(m, ScaleBitsLinear)]
+    assert packed
+    for name in packed:
+        assert torch.equal(ours.get_submodule(name).dequantize(), theirs.get_submodule(name).dequantize())

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from neurips26.methods.scalebits import ScaleBitsConfig, ScaleBitsLinear, SFMPConfig, quantize_
+from neurips26.methods.scalebits import ScaleBitsConfig, ScaleBitsLinear, SFMPConfig, quantize_and_report
 from neurips26.methods.scalebits.baselines import quantize_gptq_allocation
 from neurips26.methods.scalebits.core import tile_concentration
 from neurips26.methods.scalebits.gather import GatherLinear, apply_gathers, gathered_linear
@@ -116,7 +116,7 @@ def test_gather_reordering_respects_the_budget_with_its_indices_counted(llama, t
     if make is ScaleBitsConfig:
         config.fraction = 0.2
     model = copy.deepcopy(llama)
-    report = quantize_(model, config, calibration=tokens)
+    report = quantize_and_report(model, config, calibration=tokens)
     packed = [m for m in model.modules() if isinstance(m, ScaleBitsLinear)]
     index_bits = sum(m.ledger().category("permutation") for m in packed)
     # per block, eight 32-entry indices (5 bits): q in + out, k in, v in, o out, gate in, up in, down out;

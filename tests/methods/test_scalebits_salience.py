@@ -15,7 +15,7 @@ from neurips26.methods.scalebits import (
     SFMPConfig,
     SliMLLMConfig,
     UniformRTNConfig,
-    quantize_,
+    quantize_and_report,
 )
 from neurips26.methods.scalebits.core import layer_ledger, tile_variable_bits
 from neurips26.methods.scalebits.gptq import inverse_hessian_factor
@@ -49,7 +49,7 @@ def quantized_logits(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tens
 
 def rtn_logits(llama: torch.nn.Module, tokens: torch.Tensor, bits: int) -> torch.Tensor:
     model = copy.deepcopy(llama)
-    quantize_(model, UniformRTNConfig(bits=bits, tile=TILE, group_size=GROUP))
+    quantize_and_report(model, UniformRTNConfig(bits=bits, tile=TILE, group_size=GROUP))
     return quantized_logits(model, tokens)
 
 
@@ -86,8 +86,8 @@ def test_sba_candidates_at_an_integer_budget_are_slim_llms_k_up_k_down_family() 
 def test_slim_with_a_single_width_equals_uniform_rtn(llama, tokens) -> None:
     model = copy.deepcopy(llama)
     config = SliMLLMConfig(avg_bits=4.0, bits=(3,), tile=TILE, group_size=GROUP, quantizer="rtn")
-    report = quantize_(model, config, calibration=tokens)
-    rtn = quantize_(copy.deepcopy(llama), UniformRTNConfig(bits=3, tile=TILE, group_size=GROUP))
+    report = quantize_and_report(model, config, calibration=tokens)
+    rtn = quantize_and_report(copy.deepcopy(llama), UniformRTNConfig(bits=3, tile=TILE, group_size=GROUP))
     assert report.total_bits == rtn.total_bits
     assert torch.equal(quantized_logits(model, tokens), rtn_logits(llama, tokens, 3))
 
@@ -96,7 +96,7 @@ def test_slim_at_the_top_widths_budget_of_two_widths_equals_uniform_rtn(llama, t
     avg_bits = uniform_avg_bits(llama, 3, (2, 3))
     model = copy.deepcopy(llama)
     config = SliMLLMConfig(avg_bits=avg_bits, bits=(2, 3), tile=TILE, group_size=GROUP, quantizer="rtn")
-    report = quantize_(model, config, calibration=tokens)
+    report = quantize_and_report(model, config, calibration=tokens)
     assert all(torch.all(bits == 3) for bits in report.tile_bits.values())
     assert torch.equal(quantized_logits(model, tokens), rtn_logits(llama, tokens, 3))
 
@@ -105,7 +105,7 @@ def test_slim_at_the_top_widths_budget_of_two_widths_equals_uniform_rtn(llama, t
 @given(avg_bits=st.floats(2.6, 4.7))
 def test_slim_respects_the_budget_and_carry_over_only_adds_bits(llama, tokens, avg_bits: float) -> None:
     reports = {
-        carry: quantize_(
+        carry: quantize_and_report(
             copy.deepcopy(llama),
             SliMLLMConfig(avg_bits=avg_bits, tile=TILE, group_size=GROUP, quantizer="rtn", carry_over=carry),
             calibration=tokens,
@@ -122,7 +122,7 @@ def test_slim_gptq_rounding_keeps_the_allocation_and_lowers_the_output_error(lla
     for quantizer in ("rtn", "gptq"):
         models[quantizer] = copy.deepcopy(llama)
         config = SliMLLMConfig(avg_bits=3.3, tile=TILE, group_size=GROUP, quantizer=quantizer)
-        reports[quantizer] = quantize_(models[quantizer], config, calibration=tokens)
+        reports[quantizer] = quantize_and_report(models[quantizer], config, calibration=tokens)
     assert reports["rtn"].total_bits == reports["gptq"].total_bits
     assert all(torch.equal(reports["rtn"].tile_bits[n], b) for n, b in reports["gptq"].tile_bits.items())
     errors = {q: float((quantized_logits(m, tokens) - reference).pow(2).mean()) for q, m in models.items()}
@@ -136,7 +136,7 @@ def test_sfmp_at_a_uniform_budget_equals_uniform_rtn(llama, tokens) -> None:
     avg_bits = uniform_avg_bits(llama, 3, (2, 3, 4))
     model = copy.deepcopy(llama)
     config = SFMPConfig(avg_bits=avg_bits, tile=TILE, group_size=GROUP, reorder="none")
-    report = quantize_(model, config, calibration=tokens)
+    report = quantize_and_report(model, config, calibration=tokens)
     assert all(torch.all(bits == 3) for bits in report.tile_bits.values())
     assert torch.equal(quantized_logits(model, tokens), rtn_logits(llama, tokens, 3))
 
@@ -168,7 +168,9 @@ def test_sfmp_threshold_raises_the_most_important_tiles_within_one_step_of_the_b
 
 def test_sfmp_folds_its_reordering_and_counts_no_permutation(llama, tokens) -> None:
     model = copy.deepcopy(llama)
-    report = quantize_(model, SFMPConfig(avg_bits=3.0, tile=TILE, group_size=GROUP), calibration=tokens)
+    report = quantize_and_report(
+        model, SFMPConfig(avg_bits=3.0, tile=TILE, group_size=GROUP), calibration=tokens
+    )
     assert {fold.kind for fold in report.folds} == {"mlp", "attention-v-o"}
     assert report.total_bits <= math.floor(3.0 * report.n_weights + 1e-6)
 
@@ -197,14 +199,16 @@ def test_bad_configs_name_the_argument(make, match: str) -> None:
 def test_a_budget_below_the_lowest_width_names_avg_bits(llama, tokens, config_cls) -> None:
     config = config_cls(avg_bits=2.0, tile=TILE, group_size=GROUP)  # 2-bit codes alone leave no metadata
     with pytest.raises(ValueError, match="avg_bits"):
-        quantize_(copy.deepcopy(llama), config, calibration=tokens)
+        quantize_and_report(copy.deepcopy(llama), config, calibration=tokens)
 
 
 @pytest.mark.parametrize("config_cls", [SliMLLMConfig, SFMPConfig])
 def test_a_tile_that_does_not_divide_the_weights_is_an_error_unless_padded(llama, tokens, config_cls) -> None:
     with pytest.raises(ValueError, match="tile"):
-        quantize_(copy.deepcopy(llama), config_cls(tile=(24, 32), group_size=GROUP), calibration=tokens)
-    report = quantize_(
+        quantize_and_report(
+            copy.deepcopy(llama), config_cls(tile=(24, 32), group_size=GROUP), calibration=tokens
+        )
+    report = quantize_and_report(
         copy.deepcopy(llama),
         config_cls(avg_bits=6.0, tile=(24, 32), group_size=GROUP, pad=True),
         calibration=tokens,

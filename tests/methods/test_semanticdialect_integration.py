@@ -1,4 +1,4 @@
-"""SemanticDialect's quantize_, SeDA, decomposition and temporal report on a tiny DiT built in code."""
+"""SemanticDialect's fake_quantize_dit_, SeDA, decomposition and temporal report on a tiny DiT (in code)."""
 
 import copy
 import importlib.util
@@ -13,6 +13,7 @@ from neurips26.methods.semanticdialect import (
     SemanticDialectQuantizer,
     TokenContext,
     assign_subbooks,
+    fake_quantize_dit_,
     integration,
     quantize_,
     salient_tokens,
@@ -33,6 +34,13 @@ def tiny_dit() -> TinyVDiT:
     with torch.no_grad():  # non-zero output head so the output depends on every layer
         model.proj_out_2.weight.normal_(0, 0.2)
     return model
+
+
+def _quantized(model: nn.Module, config, **kwargs) -> nn.Module:
+    """A fake-quantized deep copy (``fake_quantize_dit_`` works in place and returns None)."""
+    copied = copy.deepcopy(model)
+    fake_quantize_dit_(copied, config, **kwargs)
+    return copied
 
 
 def _inputs(batch: int = 2):
@@ -57,16 +65,16 @@ def test_quantization_off_equals_the_original_exactly(tiny_dit):
         decomposition_ratio=0.0,
         tokens_per_frame=16,
     )
-    quantized = quantize_(copy.deepcopy(tiny_dit), off)
+    quantized = _quantized(tiny_dit, off)
     with torch.no_grad():
         assert torch.equal(quantized(*_inputs()), tiny_dit(*_inputs()))
 
 
 @pytest.mark.parametrize("name", ["int4", "mxfp4", "nvfp4", "blockdialect"])
-def test_baseline_formats_run_through_quantize_(tiny_dit, name):
+def test_baseline_formats_run_through_fake_quantize_dit_(tiny_dit, name):
     if name != "blockdialect" and not HAS_TORCHAO:
         pytest.skip("torchao is not installed (pip install 'neurips26[quant]')")
-    quantized = quantize_(copy.deepcopy(tiny_dit), FormatConfig(name, tokens_per_frame=16))
+    quantized = _quantized(tiny_dit, FormatConfig(name, tokens_per_frame=16))
     with torch.no_grad():
         out, ref = quantized(*_inputs()), tiny_dit(*_inputs())
     assert torch.isfinite(out).all() and not torch.equal(out, ref)
@@ -74,7 +82,7 @@ def test_baseline_formats_run_through_quantize_(tiny_dit, name):
 
 
 def test_semanticdialect_quantizes_every_linear_and_both_attention_products(tiny_dit):
-    quantized = quantize_(copy.deepcopy(tiny_dit), SemanticDialectConfig(tokens_per_frame=16))
+    quantized = _quantized(tiny_dit, SemanticDialectConfig(tokens_per_frame=16))
     linears = [m for m in quantized.modules() if type(m) is nn.Linear]
     assert linears == []
     processor = quantized.transformer_blocks[0].attn1.processor
@@ -140,10 +148,11 @@ def _attention_mass_received(model: TinyVDiT) -> torch.Tensor:
 def test_idea_decomposed_rows_are_the_tokens_receiving_the_most_attention(
     tiny_dit, monkeypatch, saliency_wired
 ):
-    """Central idea (attention-guided decomposition), through ``quantize_``: the rows that get the residual
-    4-bit term (error far below the others) are the tokens receiving the most attention mass. The negative
-    case is issue 43's break: the saliency ``quantize_`` hands to ``salient_tokens`` replaced by random
-    numbers; the decomposed rows then overlap the most-attended tokens only by chance (ratio 0.25)."""
+    """Central idea (attention-guided decomposition), through ``fake_quantize_dit_``: the rows that get the
+    residual 4-bit term (error far below the others) are the tokens receiving the most attention mass. The
+    negative case is issue 43's break: the saliency ``fake_quantize_dit_`` hands to ``salient_tokens``
+    replaced by random numbers; the decomposed rows then overlap the most-attended tokens only by chance
+    (ratio 0.25)."""
     if not saliency_wired:
         select = integration.salient_tokens
         noise = torch.Generator().manual_seed(0)
@@ -152,9 +161,7 @@ def test_idea_decomposed_rows_are_the_tokens_receiving_the_most_attention(
             "salient_tokens",
             lambda mass, ratio: select(torch.rand(mass.shape, generator=noise), ratio),
         )
-    model = quantize_(
-        copy.deepcopy(tiny_dit), SemanticDialectConfig(decomposition_ratio=0.25, tokens_per_frame=16)
-    )
+    model = _quantized(tiny_dit, SemanticDialectConfig(decomposition_ratio=0.25, tokens_per_frame=16))
     layer, seen = (
         model.transformer_blocks[0].attn1.to_out[0],
         {},
@@ -232,9 +239,9 @@ def test_non_finite_activations_are_counted_and_passed_through():
 
 def test_bad_input_names_the_argument(tiny_dit):
     with pytest.raises(ValueError, match=r"nn\.Linear"):
-        quantize_(nn.Sequential(nn.ReLU()), SemanticDialectConfig())
+        fake_quantize_dit_(nn.Sequential(nn.ReLU()), SemanticDialectConfig())
     with pytest.raises(TypeError, match="config"):
-        quantize_(copy.deepcopy(tiny_dit), {"bits": 4})
+        _quantized(tiny_dit, {"bits": 4})
     with pytest.raises(ValueError, match="name"):
         FormatConfig("fp3")
     with pytest.raises(ValueError, match="ratio"):
@@ -245,9 +252,18 @@ def test_bad_input_names_the_argument(tiny_dit):
 
 def test_kmeans_seda_clusters_the_block_inputs(tiny_dit):
     config = SemanticDialectConfig(seda_clustering="kmeans", seda_clusters=4, tokens_per_frame=16)
-    model = quantize_(copy.deepcopy(tiny_dit), config)
+    model = _quantized(tiny_dit, config)
     with torch.no_grad():
         out = model(*_inputs())
     ids, n_clusters = model._semanticdialect_state.kmeans[0]
     assert n_clusters == 8 and ids.shape == (64,) and int(ids[:32].max()) < 4 <= int(ids[32:].min())
     assert torch.isfinite(out).all()
+
+
+def test_quantize_is_a_deprecated_alias_that_returns_the_model(tiny_dit):
+    config = FormatConfig("blockdialect", tokens_per_frame=16)
+    model = copy.deepcopy(tiny_dit)
+    with pytest.warns(DeprecationWarning, match="use fake_quantize_dit_"):
+        assert quantize_(model, config) is model
+    assert isinstance(model.proj_out_2, integration.FakeQuantLinear)
+    assert fake_quantize_dit_(copy.deepcopy(tiny_dit), config) is None

@@ -13,6 +13,7 @@ from neurips26.methods.scalebits.integration import (
     calibration_statistics,
     fold_reordering,
     quantize_,
+    quantize_and_report,
     register_quantize_handler,
     reorder_and_allocate,
 )
@@ -21,7 +22,16 @@ from neurips26.methods.scalebits.persistence import check_no_packed_weights, loa
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
 
+#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``): ScaleBITS through its
+#: model-level verb quantize_and_report (a global allocation no torchao handler sees), and the uniform RTN
+#: baseline through torchao's own quantize_ (a registered per-module handler).
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("quantizer", "neurips26.methods.scalebits.conformance:tiny_quantizer"),
+    ("quantizer", "neurips26.methods.scalebits.conformance:tiny_rtn_torchao"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "BitLedger",
     "QuantizationReport",
     "SFMPConfig",
@@ -41,6 +51,7 @@ __all__ = [
     "pack_bits",
     "plot_bit_heatmaps",
     "quantize_",
+    "quantize_and_report",
     "quantize_random",
     "register_quantize_handler",
     "reorder_and_allocate",

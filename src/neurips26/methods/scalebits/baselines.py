@@ -1,14 +1,15 @@
 """Baselines of the ScaleBITS experiment, all stored in the same packed format and counted by one ledger.
 
-* Uniform round-to-nearest (RTN) at 2/3/4 bits: ``quantize_(model, UniformRTNConfig(bits=3))``; ours,
-  the standard asymmetric group RTN (as in GPTQ's and HQQ's RTN baselines), same tile/group layout.
-* Uniform GPTQ: ``quantize_(model, GPTQConfig(bits=3), calibration=ids)`` -- **re-implemented** in
+* Uniform round-to-nearest (RTN) at 2/3/4 bits: ``quantize_and_report(model, UniformRTNConfig(bits=3))``;
+  ours, the standard asymmetric group RTN (as in GPTQ's and HQQ's RTN baselines), same tile/group layout.
+* Uniform GPTQ: ``quantize_and_report(model, GPTQConfig(bits=3), calibration=ids)`` -- **re-implemented** in
   :mod:`.gptq` (neither llm-compressor nor GPTQModel installs with torch 2.13 / transformers 5.2; a side
   venv with llm-compressor cross-checks it: ``benchmarks/scalebits_gptq_crosscheck.py``).
-* HQQ: ``quantize_(model, HQQConfig(bits=3))`` -- **library adapter**: the ``hqq`` package's
+* HQQ: ``quantize_and_report(model, HQQConfig(bits=3))`` -- **library adapter**: the ``hqq`` package's
   ``Quantizer.quantize`` (half-quadratic proximal solver, ``axis=1`` groups along input channels); its
   float16 scale and float16 zero per group are stored as such and counted (16 + 16 bits per group).
-* HAWQ-style layer-wise mixed precision: ``quantize_(model, HAWQConfig(avg_bits=3), calibration=ids)`` --
+* HAWQ-style layer-wise mixed precision:
+  ``quantize_and_report(model, HAWQConfig(avg_bits=3), calibration=ids)`` --
   **re-implemented** in :mod:`.hawq` (Hutchinson Hessian traces, exact integer-program knapsack).
 * Static-sensitivity mixed precision: ScaleBITS with ``sensitivity="static"`` (gradient and Fisher
   measured once at full precision; HAWQ / SliM-LLM style estimate) -- the paper's ablation.
@@ -55,10 +56,23 @@ from neurips26.methods.scalebits.integration import (
 )
 from neurips26.methods.scalebits.packed import ScaleBitsLinear
 
+try:  # torchao is optional (the quant extra; transformers' quantizers already import it when present)
+    from torchao.core.config import AOBaseConfig
+    from torchao.quantization.transform_module import register_quantize_module_handler
+except ImportError:  # pragma: no cover - exercised where torchao is missing
+    AOBaseConfig = object  # type: ignore[assignment,misc]
+    register_quantize_module_handler = None
+
 
 @dataclass
-class UniformRTNConfig:
-    """Uniform asymmetric round-to-nearest at ``bits`` with ``group_size`` (ScaleBITS' packed layout)."""
+class UniformRTNConfig(AOBaseConfig):  # type: ignore[misc,valid-type]
+    """Uniform asymmetric round-to-nearest at ``bits`` with ``group_size`` (ScaleBITS' packed layout).
+
+    Each layer is quantized on its own, so a per-module torchao handler fits: with torchao installed,
+    ``torchao.quantization.quantize_(model, UniformRTNConfig(bits=3), filter_fn)`` packs the same
+    :class:`ScaleBitsLinear` layers as ``quantize_and_report`` (which also returns the report; torchao's
+    verb returns None and takes its own ``filter_fn`` instead of ``config.filter_fn``).
+    """
 
     bits: int = 4
     tile: tuple[int, int] = (32, 64)
@@ -88,13 +102,32 @@ def uniform_ledger_bits(
 
 @register_quantize_handler(UniformRTNConfig)
 def _quantize_rtn(model: nn.Module, config: UniformRTNConfig) -> QuantizationReport:
-    linears = select_linears(model, config.filter_fn)
-    allocation = {
-        name: uniform_tile_bits(tuple(layer.weight.shape), config.tile, config.bits)
-        for name, layer in linears.items()
+    packed = {
+        name: rtn_linear(layer, config) for name, layer in select_linears(model, config.filter_fn).items()
     }
-    packed = apply_allocation(model, allocation, (config.bits,), config.tile, config.group_size, config.pad)
+    for name, layer in packed.items():
+        replace_module(model, name, layer)
     return packed_report(packed, [], None)
+
+
+def rtn_linear(layer: nn.Linear, config: UniformRTNConfig) -> ScaleBitsLinear:
+    """One ``nn.Linear`` packed at ``config.bits`` (the per-module step of both verbs)."""
+    tile_bits = uniform_tile_bits(tuple(layer.weight.shape), config.tile, config.bits)
+    return ScaleBitsLinear.from_weight(
+        layer.weight,
+        tile_bits,
+        (config.bits,),
+        config.tile,
+        config.group_size,
+        layer.bias,
+        config.pad,
+        getattr(layer, "input_order", None),
+        getattr(layer, "output_order", None),
+    )
+
+
+if register_quantize_module_handler is not None:
+    register_quantize_module_handler(UniformRTNConfig)(rtn_linear)
 
 
 def quantize_random(

@@ -1,4 +1,4 @@
-"""Configurations of ScaleBITS: the ``quantize_`` config and the experiment config."""
+"""Configurations of ScaleBITS: the ``quantize_and_report`` config and the experiment config."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def default_filter(module: Any, fqn: str) -> bool:
 
 @dataclass
 class ScaleBitsConfig:
-    """``quantize_(model, ScaleBitsConfig(avg_bits=2.5))``: mixed-precision tiles hitting an average bits.
+    """``quantize_and_report(model, ScaleBitsConfig(avg_bits=2.5))``: mixed-width tiles at an average bits.
 
     ``avg_bits`` counts every stored bit of the quantized linear layers (codes, zero points, float16
     scales, tile bit ids and permutation indices) per weight.

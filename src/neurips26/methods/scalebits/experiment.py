@@ -40,7 +40,7 @@ from neurips26.methods.scalebits.integration import (
     ModelAllocation,
     apply_allocation,
     packed_report,
-    quantize_,
+    quantize_and_report,
     reorder_and_allocate,
     select_linears,
 )
@@ -197,12 +197,14 @@ def quantize_baseline(
     layout = {"tile": method.tile, "group_size": method.group_size, "pad": method.pad}
     extra = 0.0
     if recipe.kind == "rtn":
-        report = quantize_(model, UniformRTNConfig(bits=_uniform_width(method, linears), **layout))
+        report = quantize_and_report(model, UniformRTNConfig(bits=_uniform_width(method, linears), **layout))
     elif recipe.kind == "gptq":
         gptq = gptq_rounding(config, _uniform_width(method, linears))
-        report = quantize_(model, gptq, calibration=calibration)
+        report = quantize_and_report(model, gptq, calibration=calibration)
     elif recipe.kind == "hqq":
-        report = quantize_(model, HQQConfig(bits=_uniform_width(method, linears, float_zeros=True), **layout))
+        report = quantize_and_report(
+            model, HQQConfig(bits=_uniform_width(method, linears, float_zeros=True), **layout)
+        )
     elif recipe.kind == "slim":
         slim = SliMLLMConfig(
             avg_bits=method.avg_bits,
@@ -212,12 +214,12 @@ def quantize_baseline(
             micro_batch=method.micro_batch,
             **layout,
         )
-        report = quantize_(model, slim, calibration=calibration)
+        report = quantize_and_report(model, slim, calibration=calibration)
     elif recipe.kind == "sfmp":
         sfmp = SFMPConfig(
             avg_bits=method.avg_bits, bits=method.bits, micro_batch=method.micro_batch, **layout
         )
-        report = quantize_(model, sfmp, calibration=calibration)
+        report = quantize_and_report(model, sfmp, calibration=calibration)
     elif recipe.kind == "hawq":
         traces, extra = traces or hawq_traces(config, task, calibration, seed)
         allocations, _ = hawq_allocation(

@@ -39,7 +39,7 @@ class ScaleBitsQuantizationConfig(QuantizationConfigMixin):
 
 class ScaleBitsHfQuantizer(HfQuantizer):
     """Loads pre-quantized ScaleBITS checkpoints (quantizing inside ``from_pretrained`` is not offered:
-    ScaleBITS needs calibration data, use ``quantize_``)."""
+    ScaleBITS needs calibration data, use ``quantize_and_report``)."""
 
     requires_calibration = True
 

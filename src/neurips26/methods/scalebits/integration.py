@@ -1,7 +1,10 @@
-"""ScaleBITS: Scalable Bitwidth Search for Hardware-Aligned Mixed-Precision LLMs -- the ``quantize_`` glue.
+"""ScaleBITS: Scalable Bitwidth Search for Hardware-Aligned Mixed-Precision LLMs -- the model-level verb.
 
-``quantize_(model, ScaleBitsConfig(avg_bits=2.5), calibration=tokens)`` in the torchao style: a config
-dataclass, a handler registered per config type, ``filter_fn(module, fqn)`` choosing the layers. The
+``report = quantize_and_report(model, ScaleBitsConfig(avg_bits=2.5), calibration=tokens)``: a config
+dataclass, a handler registered per config type, ``filter_fn(module, fqn)`` choosing the layers. It is
+deliberately NOT torchao's ``quantize_``: ScaleBITS allocates bits across all layers at once from
+calibration data, which a per-module torchao handler cannot see, and it returns a report (the old
+``quantize_`` name remains as a deprecated alias). The
 lower-level pieces: :func:`calibration_statistics` (gradient and diagonal empirical Fisher),
 :func:`fold_reordering` (exact channel permutations), :func:`allocate_bits` (one progressive run, all
 budgets) and :func:`apply_allocation` (swap ``nn.Linear`` for :class:`ScaleBitsLinear`).
@@ -17,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from neurips26.core.deprecation import warn_renamed
 from neurips26.methods.scalebits.config import ScaleBitsConfig
 from neurips26.methods.scalebits.core import (
     SCALE_BITS,
@@ -50,13 +54,25 @@ def register_quantize_handler(config_cls: type) -> Callable[[Callable[..., Any]]
     return decorate
 
 
-def quantize_(model: nn.Module, config: Any, **kwargs: Any) -> Any:
-    """Quantize ``model`` in place with the handler registered for ``type(config)``; returns its report."""
+def quantize_and_report(model: nn.Module, config: Any, **kwargs: Any) -> QuantizationReport:
+    """Quantize ``model`` in place with the handler registered for ``type(config)``; returns its report.
+
+    ``kwargs`` go to the handler (``calibration=`` token ids for the calibrated methods).
+    """
     handler = _HANDLERS.get(type(config))
     if handler is None:
         known = sorted(cls.__name__ for cls in _HANDLERS)
-        raise TypeError(f"config of type {type(config).__name__} has no quantize_ handler; known: {known}")
+        raise TypeError(
+            f"config of type {type(config).__name__} has no quantize_and_report handler; known: {known}"
+        )
     return handler(model, config, **kwargs)
+
+
+def quantize_(model: nn.Module, config: Any, **kwargs: Any) -> QuantizationReport:
+    """Deprecated alias of :func:`quantize_and_report` (it looked like torchao's ``quantize_``, which
+    returns None and rejects these configs)."""
+    warn_renamed("scalebits.quantize_", "quantize_and_report", "torchao's quantize_ is a different verb")
+    return quantize_and_report(model, config, **kwargs)
 
 
 def select_linears(model: nn.Module, filter_fn: Callable[[Any, str], bool]) -> dict[str, nn.Linear]:
@@ -356,7 +372,7 @@ def apply_allocation(
 
 @dataclass
 class QuantizationReport:
-    """What ``quantize_`` did: per-layer tile bits, the ledger totals and the allocation trace."""
+    """What ``quantize_and_report`` did: per-layer tile bits, the ledger totals and the allocation trace."""
 
     tile_bits: dict[str, torch.Tensor]
     n_weights: int

@@ -107,7 +107,9 @@ def scalebits_quantization_config(model: nn.Module) -> dict[str, Any]:
     """The ``quantization_config`` dict of a quantized model: method, format version and layer specs."""
     layers = _packed_layers(model)
     if not layers:
-        raise ValueError(f"{type(model).__name__} has no ScaleBitsLinear layer: quantize_ it first")
+        raise ValueError(
+            f"{type(model).__name__} has no ScaleBitsLinear layer: run quantize_and_report first"
+        )
     return {
         "quant_method": QUANT_METHOD,
         "format_version": FORMAT_VERSION,
@@ -116,7 +118,8 @@ def scalebits_quantization_config(model: nn.Module) -> dict[str, Any]:
 
 
 def save_quantized(model: Any, folder: str | Path, **save_kwargs: Any) -> Path:
-    """Save a ``quantize_``-d transformers model so that it reloads exactly (:func:`load_quantized`, or
+    """Save a transformers model quantized by ``quantize_and_report`` so that it reloads exactly
+    (:func:`load_quantized`, or
     ``from_pretrained`` once this package is imported).
 
     ``save_pretrained``'s files, with ``config.json`` carrying a ``quantization_config``

@@ -61,8 +61,8 @@ QUANTIZERS = ("gptq", "rtn")
 
 @dataclass
 class SliMLLMConfig:
-    """SliM-LLM-style group-wise salience allocation at ``avg_bits`` (metadata included); ``quantize_``
-    needs ``calibration``."""
+    """SliM-LLM-style group-wise salience allocation at ``avg_bits`` (metadata included);
+    ``quantize_and_report`` needs ``calibration``."""
 
     avg_bits: float = 3.0
     bits: tuple[int, ...] = (2, 3, 4)

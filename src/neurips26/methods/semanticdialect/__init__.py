@@ -1,8 +1,9 @@
 """SemanticDialect: block-wise mixed-format W4A4 quantization for video diffusion transformers.
 
 Public API: the codec (``Formatbook``, ``quantize_blocks``, ``dequantize_blocks``, ``pack``/``unpack``),
-SeDA and decomposition (``SemanticDialectQuantizer``), and the torchao-style verb
-``quantize_(model, SemanticDialectConfig(...))`` with its ``temporal_report``.
+SeDA and decomposition (``SemanticDialectQuantizer``), and the in-place verb
+``fake_quantize_dit_(model, SemanticDialectConfig(...))`` with its ``temporal_report`` (``quantize_`` is its
+deprecated alias: it is not torchao's verb).
 """
 
 from neurips26.methods.semanticdialect.codec import (
@@ -14,7 +15,12 @@ from neurips26.methods.semanticdialect.codec import (
 )
 from neurips26.methods.semanticdialect.config import SemanticDialectConfig
 from neurips26.methods.semanticdialect.formatbook import DIALECT_FP4, E2M1, Formatbook
-from neurips26.methods.semanticdialect.integration import FormatConfig, quantize_, temporal_report
+from neurips26.methods.semanticdialect.integration import (
+    FormatConfig,
+    fake_quantize_dit_,
+    quantize_,
+    temporal_report,
+)
 from neurips26.methods.semanticdialect.packing import PackedTensor, pack, unpack
 from neurips26.methods.semanticdialect.semantic import (
     SemanticDialectQuantizer,
@@ -43,7 +49,14 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``): a model-level verb
+#: (fake_quantize_dit_), not torchao's per-module quantize_.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("quantizer", "neurips26.methods.semanticdialect.conformance:tiny_quantizer"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "DIALECT_FP4",
     "E2M1",
     "IDEAS",
@@ -57,6 +70,7 @@ __all__ = [
     "assign_subbooks",
     "build_lut",
     "dequantize_blocks",
+    "fake_quantize_dit_",
     "pack",
     "quantize_",
     "quantize_blocks",

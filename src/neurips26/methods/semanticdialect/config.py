@@ -1,4 +1,4 @@
-"""The method's own config: what a user passes to ``quantize_(model, SemanticDialectConfig(...))``."""
+"""The method's own config: what a user passes to ``fake_quantize_dit_(model, SemanticDialectConfig())``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SALIENCY = ("attention", "random")
 
 @dataclass
 class SemanticDialectConfig:
-    """Settings of SemanticDialect's W4A4 fake quantization (see ``quantize_``)."""
+    """Settings of SemanticDialect's W4A4 fake quantization (see ``fake_quantize_dit_``)."""
 
     n_dialects: int = param(
         64, "paper: the LUTs let the book grow; DialectFP4's 16 + 48 of ours (Formatbook.extended)"

@@ -23,7 +23,7 @@ from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_in_range, check_int
 from neurips26.methods.semanticdialect.config import SemanticDialectConfig
-from neurips26.methods.semanticdialect.integration import FormatConfig, quantize_, temporal_report
+from neurips26.methods.semanticdialect.integration import FormatConfig, fake_quantize_dit_, temporal_report
 
 __all__ = ["EXPERIMENT", "SemanticDialectExperimentConfig"]
 
@@ -196,7 +196,8 @@ def run(
         samples = fp_samples
         metrics.update(_activation_statistics(fp_model, labels, noise))
     else:
-        qmodel = quantize_(copy.deepcopy(fp_model), system)
+        qmodel = copy.deepcopy(fp_model)
+        fake_quantize_dit_(qmodel, system)
         state = qmodel._semanticdialect_state
         state.record = True
         start = time.perf_counter()

@@ -1,4 +1,8 @@
-"""``quantize_(model, SemanticDialectConfig(...))``: torchao-style W4A4 fake quantization of a video DiT.
+"""``fake_quantize_dit_(model, SemanticDialectConfig(...))``: W4A4 fake quantization of a video DiT, in place.
+
+Not torchao's ``quantize_`` (whose per-module handlers see one layer at a time): the quantized layers share
+one model-wide token state, and the attention processors and SeDA hooks need the model's blocks. The old
+name ``quantize_`` remains as a deprecated alias (it returned the model; ``fake_quantize_dit_`` returns None).
 
 Every ``nn.Linear`` (or those ``filter_fn(module, name)`` accepts) is swapped for a
 :class:`FakeQuantLinear`: its weight is fake-quantized once (blocks along ``in_features``), its input
@@ -23,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from neurips26.core.deprecation import warn_renamed
 from neurips26.methods.semanticdialect.config import SemanticDialectConfig
 from neurips26.methods.semanticdialect.semantic import (
     SemanticDialectQuantizer,
@@ -37,6 +42,7 @@ __all__ = [
     "FormatConfig",
     "QuantAttnProcessor",
     "QuantState",
+    "fake_quantize_dit_",
     "quantize_",
     "temporal_report",
 ]
@@ -47,7 +53,7 @@ _BLOCK_INDEX = re.compile(r"(?:^|\.)(?:transformer_blocks|blocks)\.(\d+)(?:\.|$)
 
 @dataclass
 class FormatConfig:
-    """A baseline format for ``quantize_``: one of ``FORMATS``, with the same W/A/attention switches."""
+    """A baseline format for ``fake_quantize_dit_``: one of ``FORMATS``, same W/A/attention switches."""
 
     name: str = "mxfp4"
     quantize_weights: bool = True
@@ -246,12 +252,12 @@ def _kmeans_hook(state: QuantState, block: int, config: SemanticDialectConfig) -
     return hook
 
 
-def quantize_(
+def fake_quantize_dit_(
     model: nn.Module,
     config: SemanticDialectConfig | FormatConfig,
     filter_fn: Callable[[nn.Module, str], bool] | None = None,
-) -> nn.Module:
-    """Fake-quantize ``model`` in place (torchao's ``quantize_`` verb) and return it.
+) -> None:
+    """Fake-quantize ``model`` in place (returns None, like every in-place ``..._`` verb here).
 
     Parameters
     ----------
@@ -293,6 +299,17 @@ def quantize_(
         for index, block in enumerate(blocks):
             block.register_forward_pre_hook(_kmeans_hook(state, index, config), with_kwargs=True)
     model._semanticdialect_state = state  # type: ignore[attr-defined]
+
+
+def quantize_(
+    model: nn.Module,
+    config: SemanticDialectConfig | FormatConfig,
+    filter_fn: Callable[[nn.Module, str], bool] | None = None,
+) -> nn.Module:
+    """Deprecated alias of :func:`fake_quantize_dit_` that returns ``model`` (it looked like torchao's
+    ``quantize_``, which returns None and rejects this config)."""
+    warn_renamed("semanticdialect.quantize_", "fake_quantize_dit_", "torchao's quantize_ is a different verb")
+    fake_quantize_dit_(model, config, filter_fn)
     return model
 
 
@@ -303,7 +320,7 @@ def temporal_report(model: nn.Module) -> dict[str, dict[str, list[float]]]:
     """
     state = getattr(model, "_semanticdialect_state", None)
     if state is None:
-        raise ValueError("model was not quantized with quantize_ (no _semanticdialect_state)")
+        raise ValueError("model was not quantized with fake_quantize_dit_ (no _semanticdialect_state)")
     report: dict[str, dict[str, list[float]]] = {}
     for name, record in state.records.items():
         entry = {"frame_error": (record.frame_error / record.calls).tolist()}

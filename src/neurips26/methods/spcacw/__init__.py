@@ -10,7 +10,13 @@ from neurips26.methods.spcacw.core import (
     within_client_variance,
 )
 
+#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``).
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("flower_strategy", "neurips26.methods.spcacw.conformance:tiny_strategy"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "BiasEstimator",
     "RoundRecord",
     "SPCACWConfig",

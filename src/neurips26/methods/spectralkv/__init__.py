@@ -22,7 +22,11 @@ from neurips26.methods.spectralkv.integration import (
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, ledger_from_cache
 
+#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``).
+CONFORMANCE: tuple[tuple[str, str], ...] = (("press", "neurips26.methods.spectralkv.conformance:tiny_press"),)
+
 __all__ = [
+    "CONFORMANCE",
     "BudgetLedger",
     "BudgetProfile",
     "SpectralKVPress",

@@ -19,7 +19,13 @@ from neurips26.methods.styleroute.prior import SingleImagePrior
 from neurips26.methods.styleroute.router import RegionRouter, Routing
 from neurips26.methods.styleroute.training import load_prior, make_scheduler, train_prior
 
+#: Ecosystem families the public API conforms to (``neurips26.testing.conformance``).
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("pipeline", "neurips26.methods.styleroute.conformance:tiny_pipeline"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "InjectionController",
     "RegionRouter",
     "RouteInputs",
