@@ -21,7 +21,25 @@ from neurips26.methods.scalebits.persistence import check_no_packed_weights, loa
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); the README's "Central ideas" section says how each is switched off.
+IDEAS: dict[str, str] = {
+    "sensitivity is measured on the current quantized model": (
+        "tests/methods/test_scalebits_ideas.py::test_idea_dynamic_sensitivity_is_measured_on_the_quantized_model"
+    ),
+    "the greedy lowers the least sensitive tiles first": (
+        "tests/methods/test_scalebits_ideas.py::test_idea_greedy_lowers_the_least_sensitive_tiles_first"
+    ),
+    "channels are scored from both sides of a fold": (
+        "tests/methods/test_scalebits_ideas.py::test_idea_bidirectional_reordering_gathers_the_consumer_side"
+    ),
+    "the quantizer folds the reordering into the model": (
+        "tests/methods/test_scalebits_ideas.py::test_idea_quantizer_folds_the_reordering"
+    ),
+}
+
 __all__ = [
+    "IDEAS",
     "BitLedger",
     "QuantizationReport",
     "SFMPConfig",
