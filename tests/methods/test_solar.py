@@ -80,7 +80,7 @@ def test_conv_counts_match_flopcounter_without_padding_and_exclude_padded_taps()
     assert report.validated
 
 
-def test_causal_attention_counts_the_triangle() -> None:
+def test_idea_causal_attention_counts_the_triangle() -> None:
     b, h, t, d = 2, 3, 16, 8
     qkv = [torch.randn(b, h, t, d) for _ in range(3)]
     causal = analyze(Attention(True), qkv, hw="H200")
@@ -137,7 +137,7 @@ def test_conv_einsum_node_matches_torch(stride: int, padding: int, dilation: int
     assert node.points() == report.macs["float32"]
 
 
-def test_validation_gate_rejects_a_wrong_lowering() -> None:
+def test_idea_validation_gate_rejects_a_wrong_lowering() -> None:
     def transposed_mm(call):  # deliberately wrong: contracts a with b's other axis
         cost = rule_matmul(call)
         node = cost.nodes[0]
@@ -218,12 +218,25 @@ def test_bound_fidelities_are_ordered(m: int, k: int, n: int, bw: float, fl: flo
     assert b.fused <= b.unfused * (1 + 1e-12)
 
 
-def test_cache_aware_bound_uses_hong_kung_when_cache_is_small() -> None:
+def test_idea_cache_aware_bound_uses_hong_kung_when_cache_is_small() -> None:
     a, b = torch.randn(512, 512, device="meta"), torch.randn(512, 512, device="meta")
     report = analyze(MatMul(), [a, b], hw=_spec(onchip=4096), validate=False)
     s_words = 4096 / 4
     hk = 4 * (512**3 / (2 * math.sqrt(2) * math.sqrt(s_words)) - s_words)
     assert report.bounds.cache_aware_bytes == int(hk) > report.bounds.compulsory_bytes
+
+
+def test_idea_fused_bound_counts_only_the_programs_compulsory_traffic() -> None:
+    """Central idea (fused fidelity), through ``analyze``: a chain of elementwise ops fused moves only the
+    program's compulsory traffic (its input; an output that fits on chip is not counted, see the README),
+    while the unfused bound moves every intermediate. Off (the fused bytes
+    set to the unfused sum) the fused bound equals the unfused one and this fails."""
+    x = torch.randn(256, 256)
+    report = analyze(lambda t: (torch.relu(t) * 2.0 + 1.0).tanh(), [x], hw="H200", validate=False)
+    tensor_bytes = x.numel() * x.element_size()
+    assert report.bounds.compulsory_bytes == tensor_bytes
+    assert report.bounds.unfused_bytes >= 4 * 2 * tensor_bytes  # four ops, each reads and writes
+    assert report.bounds.fused < 0.3 * report.bounds.unfused
 
 
 def test_degenerate_flop_only_bound_equals_flopcounter_roofline() -> None:

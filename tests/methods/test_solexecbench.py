@@ -313,7 +313,7 @@ def test_systems_are_harness_configs_built_from_the_experiment_config():
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_honest_ladder_passes_with_bounded_monotone_scores(bench, rmsnorm):
+def test_idea_honest_ladder_passes_with_bounded_monotone_scores(bench, rmsnorm):
     scores = {}
     for rung in RUNGS:
         result = bench.evaluate(rmsnorm, ladder_solution("rmsnorm", rung))
@@ -345,7 +345,7 @@ def test_honest_ladder_passes_with_bounded_monotone_scores(bench, rmsnorm):
         ("honest_then_stale", "recheck", "REWARD_HACK", "below speed of light"),
     ],
 )
-def test_dynamic_defence_catches_red_team(rmsnorm, family, disabled, expected, reason):
+def test_idea_dynamic_defence_catches_red_team(rmsnorm, family, disabled, expected, reason):
     rounds = {"correctness_rounds": 3, "warmup": 2} if family == "honest_then_stale" else {}
     with _bench(static_check=False, disabled_defences=disabled, **rounds) as bench:
         result = bench.evaluate(rmsnorm, red_team_solution("rmsnorm", family))

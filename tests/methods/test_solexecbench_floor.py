@@ -80,7 +80,7 @@ def test_peaks_only_rise_when_calibrations_merge():
 
 def test_honest_ladder_after_a_loaded_calibration(calibrated_under_load, rmsnorm):
     with SolExecBench(SolExecBenchConfig(**main_tests.FAST)) as bench:
-        main_tests.test_honest_ladder_passes_with_bounded_monotone_scores(bench, rmsnorm)
+        main_tests.test_idea_honest_ladder_passes_with_bounded_monotone_scores(bench, rmsnorm)
         assert bench.hardware.calibration["timestamp"] != LOADED_AT
 
 

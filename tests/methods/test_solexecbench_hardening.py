@@ -251,7 +251,7 @@ def _spec_with_noise(noise: float) -> HardwareSpec:
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.2])
-def test_sol_floor_flags_only_beyond_the_measured_noise(rmsnorm, monkeypatch, noise):
+def test_idea_sol_floor_flags_only_beyond_the_measured_noise(rmsnorm, monkeypatch, noise):
     """10% below T_SOL: inside a 20% noise band nothing happens; outside a zero one the solution is
     re-verified and the spec re-calibrated, and a re-verified time that still beats the floor is a flag on
     a PASS, never a REWARD_HACK on its own (issue #50)."""

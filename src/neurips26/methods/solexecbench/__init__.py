@@ -41,7 +41,22 @@ from neurips26.methods.solexecbench.schema import (
 )
 from neurips26.methods.solexecbench.static_check import Finding, static_check
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); the README's "Central ideas" table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "score against the speed of light from solar": (
+        "tests/methods/test_solexecbench.py::test_idea_honest_ladder_passes_with_bounded_monotone_scores"
+    ),
+    "dynamic defences against reward hacks": (
+        "tests/methods/test_solexecbench.py::test_idea_dynamic_defence_catches_red_team"
+    ),
+    "the SOL floor re-verifies a time below the bound": (
+        "tests/methods/test_solexecbench_hardening.py::test_idea_sol_floor_flags_only_beyond_the_measured_noise"
+    ),
+}
+
 __all__ = [
+    "IDEAS",
     "Definition",
     "EvaluationResult",
     "EvaluationStatus",

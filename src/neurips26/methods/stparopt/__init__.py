@@ -12,7 +12,19 @@ from neurips26.methods.stparopt.pipeline import LoopReport, analyze, load_model,
 from neurips26.methods.stparopt.programs import ArgSpec, LoopProgram
 from neurips26.methods.stparopt.verify import VerifyItem, nvcc_compile, verify_on_cpu
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); the README's "Central ideas" table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "execution stride evidence resolves what the source cannot": (
+        "tests/methods/test_stparopt_model.py::test_idea_analyze_resolves_the_scatter_from_execution_evidence"
+    ),
+    "entropy-guided fusion: evidence only where the static branch is uncertain": (
+        "tests/methods/test_stparopt_model.py::test_idea_analyze_profiles_and_fuses_only_where_the_source_is_uncertain"
+    ),
+}
+
 __all__ = [
+    "IDEAS",
     "ArgSpec",
     "CFunction",
     "CudaTranslation",
