@@ -22,6 +22,7 @@ from neurips26.report import (
     analysis_figure_link,
     current_analysis_block,
     current_readme_block,
+    readme_analyses,
     readme_block,
     refresh_analysis_blocks,
 )
@@ -97,6 +98,19 @@ def test_readme_results_block_is_generated_from_the_committed_json(spec) -> None
     )
 
 
+@pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
+def test_readme_prose_states_no_verdict_the_committed_json_does_not_hold(spec) -> None:
+    """Issue #43 rule 8: poes' prose said "the fixed-random control never passes" while its JSON had it pass;
+    exact verdicts belong in the generated ``verdicts`` block (``<!-- analysis:verdicts:PROFILE -->``)."""
+    from neurips26.report.verdicts import prose_verdict_mismatches
+
+    readme = PACKAGE / "methods" / spec.slug / "README.md"
+    results = [read_result(path) for path in sorted((RESULTS / spec.slug).glob("*.json"))]
+    if not readme.is_file() or not results:
+        pytest.skip(f"{spec.slug}: no README or no committed result")
+    assert prose_verdict_mismatches(readme.read_text(encoding="utf-8"), results) == []
+
+
 OTHER_PROFILES = sorted(p for p in RESULTS.glob("*/*.json") if p.stem != "default")
 
 
@@ -143,7 +157,7 @@ def _analysis_blocks() -> list:
 def test_readme_analysis_blocks_are_generated_from_the_committed_json(
     slug: str, name: str, profile: str
 ) -> None:
-    analyses = get_spec(slug).load_experiment().analyses
+    analyses = readme_analyses(get_spec(slug).load_experiment())
     assert name in analyses, f"{slug}'s README shows analysis {name!r}, which its experiment does not define"
     result = read_result(RESULTS / slug / f"{profile}.json")
     readme = PACKAGE / "methods" / slug / "README.md"

@@ -392,11 +392,11 @@ def _refresh_readmes(slugs: Sequence[str], profile: str) -> int:
 
 def _refresh_analyses(slug: str, readme: Path, result: dict) -> None:
     """Rewrite the README's derived-analysis blocks of this result (loads the experiment only if needed)."""
-    from neurips26.report import refresh_analysis_blocks
+    from neurips26.report import readme_analyses, refresh_analysis_blocks
 
     if "<!-- analysis:" not in readme.read_text(encoding="utf-8"):
         return
-    analyses = _spec_or_usage_error(slug).load_experiment().analyses
+    analyses = readme_analyses(_spec_or_usage_error(slug).load_experiment())
     for name in refresh_analysis_blocks(readme, result, analyses, DOCS_ROOT / slug):
         print(f"{slug}: refreshed analysis {name!r} ({result['run_info']['profile']}) in {readme}")
 

@@ -3,6 +3,7 @@ a baseline, a baseline below its floor, a positive contrast the design cannot re
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -241,3 +242,43 @@ def test_rejudge_needs_the_contrast_systems_cells() -> None:
     result["cells"] = [c for c in result["cells"] if c["system"] != "bad"]
     with pytest.raises(ValueError, match="no stored cells for \\['bad'\\]"):
         rejudge(experiment, result)
+
+
+FRONTIER = Metric("accuracy", "max", points_metric="sweep_points")
+
+
+def _frontier_experiment(claim: Claim, systems: tuple[str, ...], *metrics: Metric) -> Experiment:
+    """The table experiment with ``accuracy`` declared a frontier metric counted by ``sweep_points``."""
+    return dataclasses.replace(_experiment((claim,), systems), metrics=(FRONTIER, *metrics))
+
+
+def _frontier_cells(table: dict[str, list[float]], points: dict[str, int]) -> list[dict]:
+    cells = _cells(table)
+    for cell in cells:
+        cell["metrics"]["sweep_points"] = float(points[cell["system"]])
+    return cells
+
+
+def test_a_frontier_metric_over_unequal_sweep_points_is_inconclusive() -> None:
+    # issue #43 rule 3: styleroute's hypervolume gave ours 4 sweep points and StyleID 2; a frontier only
+    # grows with points, so ours "won" by its budget
+    claim = Claim("ours' frontier beats base's", "accuracy", "ours", ("base",), controls=("ctrl",))
+    experiment = _frontier_experiment(claim, ("ours", "base", "ctrl"), Metric("sweep_points", "max"))
+    table, profile = {"ours": OURS, "base": BASE, "ctrl": BASE}, experiment.profile("default")
+    cells = _frontier_cells(table, {"ours": 4, "base": 2, "ctrl": 4})
+    unequal = aggregate(experiment, profile, cells, TableConfig(), 5)
+    judged = unequal["claims"][0]
+    assert judged["reproduced"] == "inconclusive"
+    assert judged["reason"] == "unequal sweep points (ours 4, base 2, ctrl 4)"
+    assert judged["checks"][0]["sweep_points"] == {"ours": [4.0], "base": [2.0], "ctrl": [4.0]}
+    assert "unequal sweep points" in claims_table(unequal)
+    cells = _frontier_cells(table, {"ours": 4, "base": 4, "ctrl": 4})
+    assert aggregate(experiment, profile, cells, TableConfig(), 5)["claims"][0]["reproduced"] == "true"
+
+
+def test_a_frontier_metric_must_name_a_points_metric_that_exists() -> None:
+    claim = Claim("ours beats base", "accuracy", "ours", ("base",))
+    with pytest.raises(ValueError, match="points_metric 'sweep_points' not in metrics"):
+        _frontier_experiment(claim, ("ours", "base"))
+    with pytest.raises(ValueError, match="points_metric must name another metric"):
+        Metric("hv", "max", points_metric="hv")

@@ -192,6 +192,8 @@ def test_idea_evidence_strength_weights_a_modality_in_the_measurement(monkeypatc
 def test_single_head_is_a_pure_state_and_several_heads_mix() -> None:
     assert _model(heads=1)(_inputs()).mixedness.abs().max() < 1e-12
     assert _model(heads=3)(_inputs()).mixedness.min() > 1e-4
+    # issue #43: the real (phase-free) ablation must remove the phases only, not the mixture too
+    assert _model(heads=3, use_phase=False)(_inputs()).mixedness.min() > 1e-4
     out = _model(heads=3)(_inputs())
     assert torch.allclose(out.von_neumann_entropy() > 0, torch.ones(4, dtype=torch.bool))
 

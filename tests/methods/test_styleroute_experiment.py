@@ -48,6 +48,33 @@ def test_systems_are_built_from_the_config() -> None:
     assert E.EXPERIMENT.build_system("sdedit", config).sweep == (0.2,)
 
 
+@pytest.mark.parametrize("profile", sorted(E.EXPERIMENT.profiles))
+def test_every_system_sweeps_the_same_number_of_points(profile: str) -> None:
+    # issue #43 rule 3: a hypervolume only grows with points; 4 StyleRoute points against 2 StyleID and
+    # 1 region AdaIN made the published lead
+    chosen = E.EXPERIMENT.profile(profile)
+    config = E.EXPERIMENT.config_for(chosen, {}, {})
+    counts = {n: len(E.EXPERIMENT.build_system(n, config).sweep) for n in E.EXPERIMENT.system_names(chosen)}
+    assert len(set(counts.values())) == 1, counts
+    assert E.EXPERIMENT.metric("hv").points_metric == "sweep_points"
+
+
+def test_adain_alpha_trades_style_for_content() -> None:
+    content = E.load_content("coffee", 32)
+    style = E.load_style("grass")[:32, :32]
+    full = E.baselines.global_adain_lab(content, style)
+    assert np.array_equal(E.baselines.global_adain_lab(content, style, alpha=1.0), full)
+    assert np.allclose(E.baselines.global_adain_lab(content, style, alpha=0.0), content, atol=1e-3)
+    half = E.baselines.region_adain_lab(content, style, 16, alpha=0.5)
+    assert (
+        0
+        < np.abs(half - content).mean()
+        < np.abs(E.baselines.region_adain_lab(content, style, 16) - content).mean()
+    )
+    with pytest.raises(ValueError, match="alpha"):
+        E.baselines.global_adain_lab(content, style, alpha=1.5)
+
+
 def test_seed_pairs_are_deterministic_and_cycle_the_styles() -> None:
     assert E.pair_for_seed(3, 2) == E.pair_for_seed(3, 2)
     assert [E.pair_for_seed(s, 2)[0] for s in range(5)] == list(E.PRIOR_STYLES)
@@ -59,6 +86,7 @@ def test_a_prior_failing_the_gate_makes_the_quality_metrics_nan(monkeypatch: pyt
     system = E.EXPERIMENT.build_system("global_adain", config)
     metrics = E.EXPERIMENT.run_cell(system, config, E.EXPERIMENT.profile("smoke"), 0, SilentProgress())
     assert math.isnan(metrics["hv"]) and metrics["prior_gate"] == 0.0
+    assert metrics["sweep_points"] == len(config.adain_alphas)  # the count survives the gate
     assert np.isfinite(metrics["seconds_per_image"])
 
 

@@ -77,3 +77,60 @@ def test_absolute_margins_print_in_the_metrics_unit_not_as_a_share() -> None:
     assert _margin_text({"margin": 0.05, "margin_scale": "relative"}) == "5%"
     assert _margin_text({"margin": 0.02, "margin_scale": "absolute"}) == "0.02 absolute"
     assert _margin_text({"margin": 0.25}) == "25%"  # results written before margin_scale existed
+
+
+def _two_point_claim(control_verdicts: list[str]) -> dict:
+    checks = [
+        {"point": {"k": k}, "reproduced": "inconclusive", "controls": {"fixed_random": verdict}}
+        for k, verdict in zip((10, 20), control_verdicts, strict=True)
+    ]
+    return {"text": "ours beats random", "reproduced": "inconclusive", "reason": None,
+            "controls": ["fixed_random"], "checks": checks}  # fmt: skip
+
+
+def test_verdict_sentences_state_where_a_control_passes() -> None:
+    # issue #43 rule 8: poes' README said "the fixed-random control never passes"; its JSON had it pass at
+    # k = 20. The generated sentence says what the JSON holds, and the table shows each control's verdict.
+    from neurips26.report import verdict_sentences
+    from neurips26.report.tables import claim_cells
+
+    claim = _two_point_claim(["inconclusive", "true"])
+    text = verdict_sentences({"claims": [claim]}).markdown
+    assert "1 claim(s): 1 inconclusive." in text
+    assert "control `fixed_random` **passes** at k=20 (not at k=10)" in text
+    quiet = verdict_sentences({"claims": [_two_point_claim(["false", "inconclusive"])]}).markdown
+    assert "control `fixed_random` passes nowhere" in quiet
+    for check in claim["checks"]:
+        check.update(ours_mean=0.5, best_baseline="b", baseline_mean=0.4, effect=0.1, ci_low=None)
+    assert "k=20: 0.1 n=0, control fixed_random ✓ ?" in claim_cells(claim)["delta"]
+
+
+def test_the_verdicts_analysis_name_is_reserved() -> None:
+    from neurips26.bench.experiment import Analysis
+    from neurips26.registry import get_spec
+    from neurips26.report import readme_analyses
+
+    experiment = get_spec("poes").load_experiment()
+    assert "verdicts" in readme_analyses(experiment)
+    taken = dataclasses.replace(experiment, analyses={"verdicts": lambda result: Analysis("")})
+    with pytest.raises(ValueError, match="reserved"):
+        readme_analyses(taken)
+
+
+def test_prose_that_misstates_the_json_is_caught_and_generated_blocks_are_not_read() -> None:
+    from neurips26.report.verdicts import prose_verdict_mismatches
+
+    passing = {"claims": [_two_point_claim(["inconclusive", "true"])]}
+    poes_before = (
+        "All six claims are **inconclusive**, and none is vacuous (the fixed-random control never passes)."
+    )
+    found = prose_verdict_mismatches(poes_before, [passing])
+    assert len(found) == 1 and "a control passes in the JSON" in found[0]
+    assert prose_verdict_mismatches("Four of the six claims are refuted.", [passing]) == [
+        "'claims are refuted': no claim or check holds refuted"
+    ]
+    quiet = {"claims": [_two_point_claim(["false", "inconclusive"])]}
+    assert prose_verdict_mismatches(poes_before, [quiet]) == []
+    start, end = "<!-- analysis:verdicts:default:start -->", "<!-- analysis:verdicts:default:end -->"
+    generated = f"{start}\nthe claim is refuted\n{end}"
+    assert prose_verdict_mismatches(generated, [quiet]) == []

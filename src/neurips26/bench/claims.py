@@ -3,9 +3,10 @@ guards of issues #43 and #48 that keep a verdict from saying more than the desig
 
 Order at each point: the positive contrast first (a design that cannot tell a known-good system from a
 known-bad one is ``uninformative``), then the floors (a compared system no better than chance makes the
-check ``inconclusive: <system> below floor``), then identity (ours equal to a baseline or a control cell
-for cell is ``indistinguishable``), then the negative controls (a control that passes too makes a true
-check ``vacuous``).
+check ``inconclusive: <system> below floor``), then equal budgets (a frontier metric over unequal
+numbers of sweep points makes it ``inconclusive: unequal sweep points``), then identity (ours equal to a
+baseline or a control cell for cell is ``indistinguishable``), then the negative controls (a control
+that passes too makes a true check ``vacuous``).
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def _check_point(
     )
     _apply_controls(check, claim, ours, baselines, cells, point, options)
     _apply_floors(check, experiment, claim, {claim.ours: ours, **baselines}, cells, point, cluster)
+    _apply_equal_budgets(check, experiment, claim, [claim.ours, *applicable], cells, point)
     if claim.contrast is not None:
         check.contrast = _contrast_check(claim, options, cells, point)
         _apply_contrast(check, check.contrast)
@@ -170,6 +172,44 @@ def _apply_floors(
     if check.below_floor:
         check.reproduced = "inconclusive"
         check.reason = f"{', '.join(check.below_floor)} below floor"
+
+
+def sweep_point_counts(
+    experiment: Experiment, metric: str, systems: list[str], cells: list[dict], point: dict | None
+) -> dict[str, list[float]]:
+    """System -> the distinct numbers of sweep points behind its cells of frontier metric ``metric`` (empty
+    when ``metric`` is no frontier metric). Cells without a count (errored, gated) are missing pairs
+    already, so they add none."""
+    points_metric = experiment.metric(metric).points_metric
+    if points_metric is None:
+        return {}
+    counts = {}
+    for name in systems:
+        values = values_by_key(cells, name, points_metric, point).values()
+        counts[name] = sorted({value for value in values if math.isfinite(value)})
+    return counts
+
+
+def _apply_equal_budgets(
+    check: ClaimCheck,
+    experiment: Experiment,
+    claim: Claim,
+    compared: list[str],
+    cells: list[dict],
+    point: dict | None,
+) -> None:
+    """A frontier metric compared over unequal sweep points is ``inconclusive``: a hypervolume only grows
+    with points, so the system with more of them wins by its budget (issue #43, rule 3)."""
+    systems = list(dict.fromkeys([*compared, *claim.controls]))
+    counts = sweep_point_counts(experiment, claim.metric, systems, cells, point)
+    if not counts:
+        return
+    check.sweep_points = counts
+    distinct = {value for values in counts.values() for value in values}
+    if len(distinct) > 1:
+        shown = ", ".join(f"{name} {'/'.join(f'{v:g}' for v in values)}" for name, values in counts.items())
+        check.reproduced = "inconclusive"
+        check.reason = f"unequal sweep points ({shown})"
 
 
 def _apply_contrast(check: ClaimCheck, contrast: dict) -> None:

@@ -32,6 +32,10 @@ class Metric:
     un-adapted model) is declared with ``Experiment.floors`` instead.
     ``timing=True`` marks a wall-clock time or a value derived from one (a speed-up, a validity decided
     under a time limit): it varies from run to run, so comparisons of two results leave it out.
+    ``points_metric`` marks a frontier metric (a hypervolume or an area over a system's own sweep, which
+    only grows with points): it names the metric in which each cell records how many sweep points its
+    frontier holds. A claim on a frontier metric compares systems only at equal counts; unequal counts
+    make its check ``inconclusive: unequal sweep points`` (issue #43: 4 StyleRoute points vs 2 StyleID).
     """
 
     name: str
@@ -41,8 +45,11 @@ class Metric:
     floor: float | None = None
     floor_source: str = ""
     timing: bool = False
+    points_metric: str | None = None
 
     def __post_init__(self) -> None:
+        if self.points_metric == self.name:
+            raise ValueError(f"Metric {self.name!r}: points_metric must name another metric")
         if self.goal not in ("min", "max"):
             raise ValueError(f"Metric {self.name!r}: goal must be 'min' or 'max', got {self.goal!r}")
         if self.floor is not None and not math.isfinite(self.floor):
@@ -274,6 +281,12 @@ class Experiment:
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.slug}: duplicate metric names in {names}")
+        for metric in self.metrics:
+            if metric.points_metric is not None and metric.points_metric not in names:
+                raise ValueError(
+                    f"{self.slug}: metric {metric.name!r}: points_metric {metric.points_metric!r} "
+                    f"not in metrics {names}"
+                )
         if self.pareto_x is not None and self.pareto_x not in names:
             raise ValueError(f"{self.slug}: pareto_x {self.pareto_x!r} not in metrics {names}")
         if not self.devices or set(self.devices) - {"cpu", "cuda"}:

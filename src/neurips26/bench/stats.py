@@ -192,6 +192,7 @@ class ClaimCheck:
     n_cells: int | None = None  # paired cells before averaging each seed's (pooled claims only)
     contrast: dict | None = None  # the positive contrast's own check (good vs bad), when declared
     below_floor: dict[str, str] = field(default_factory=dict)  # system -> why it is below its floor
+    sweep_points: dict[str, list[float]] = field(default_factory=dict)  # system -> its frontier's counts
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -12,6 +12,7 @@ from neurips26.report.builder import (
     refresh_method_readme,
     results_markers,
 )
+from neurips26.report.verdicts import readme_analyses, verdict_sentences
 
 __all__ = [
     "analysis_block",
@@ -20,8 +21,10 @@ __all__ = [
     "build_report",
     "current_analysis_block",
     "current_readme_block",
+    "readme_analyses",
     "readme_block",
     "refresh_analysis_blocks",
     "refresh_method_readme",
     "results_markers",
+    "verdict_sentences",
 ]

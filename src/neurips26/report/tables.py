@@ -79,13 +79,17 @@ def claim_cells(claim: dict) -> dict[str, str]:
 
 
 def _design_text(check: dict) -> str:
-    """What the design could see at a check: its MDE, the paper's effect beside the interval and the
-    positive contrast's difference (absent from results made before these were recorded)."""
+    """What the design could see at a check: its MDE, the paper's effect beside the interval, each negative
+    control's own verdict and the positive contrast's difference (absent from results made before these
+    were recorded)."""
     parts = []
     if check.get("mde") is not None:
         parts.append(f"MDE {fmt(check['mde'], 2)}")
     if check.get("versus_paper"):
         parts.append("< paper" if check["versus_paper"] == "smaller" else "> paper")
+    for control, verdict in (check.get("controls") or {}).items():
+        # issue #43 rule 8: a control's own verdict is shown, so no prose has to (or can) misstate it
+        parts.append(f"control {control} {VERDICT_MARK.get(verdict, '?')}")
     contrast = check.get("contrast")
     if contrast and contrast.get("effect") is not None:
         ci = ""

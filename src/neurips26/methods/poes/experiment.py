@@ -269,7 +269,9 @@ TIER_NAMES = {1: "tier 1 (misspecified simulator)", 2: "tier 2 (MiniLM scorer, h
 
 def tier_claims(tier: int) -> tuple[Claim, ...]:
     """The issue's claims at one tier: best final accuracy and regret at equal budget, and k = 20 matching
-    a naive subset twice as large; each with the fixed random subset as the negative control."""
+    a naive subset twice as large; then the selection ablation of issue #43 (POES's subsets and a random
+    minibatch, both ranked by raw accuracy: the ranking rule held equal, only the selection differs). Each
+    has the fixed random subset as the negative control."""
     where = {"tier": (tier,)}
     name = TIER_NAMES[tier]
     return (
@@ -302,6 +304,16 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
             "paper: k = 20 matches naive k = 30-50",
             controls=("fixed_random",),
             where={**where, "k": (20,)},
+        ),
+        Claim(
+            f"{name}: with the ranking rule held equal (raw subset accuracy), POES's subset selection ends "
+            "with a more accurate prompt than a random minibatch (ablation: is the gain the subset's or "
+            "the IRT ranking's?)",
+            "final_accuracy",
+            "poes_raw_accuracy_ranking",
+            ("random_minibatch",),
+            controls=("fixed_random",),
+            where=where,
         ),
     )
 

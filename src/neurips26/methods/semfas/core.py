@@ -48,7 +48,9 @@ def normalise_states(raw: Tensor, present: Tensor) -> Tensor:
     return (raw / norm) * present.unsqueeze(-1).to(norm.dtype)
 
 
-def head_coefficients(amplitude: Tensor, beta: Tensor, theta: Tensor | None) -> Tensor:
+def head_coefficients(
+    amplitude: Tensor, beta: Tensor, theta: Tensor | None, *, complex_phase: bool = True
+) -> Tensor:
     """Coefficients c_km = beta_km a_m e^(i theta_km) of the coherent heads (step 2 of the issue).
 
     Parameters
@@ -56,15 +58,23 @@ def head_coefficients(amplitude: Tensor, beta: Tensor, theta: Tensor | None) -> 
     amplitude : Tensor [B, M], real >= 0
     beta : Tensor [K, M], real
     theta : Tensor [K, M] or None
-        Relative phases; ``None`` gives real coefficients (the phase-free ablation).
+        Relative phases; ``None`` gives real coefficients beta_km a_m.
+    complex_phase : bool, default True
+        False keeps the coefficients real: c_km = beta_km a_m cos(theta_km), the real part of the phase
+        factor (a signed weight, the only relative "phase" real states have). The phase-free ablation uses
+        it so that its heads still differ: with ``theta=None`` every head starts at beta = 1 and gets the
+        same gradient, so the heads stay identical and the mixture collapses to a pure state (issue #43:
+        the ablation then removed phases *and* the mixture).
 
     Returns
     -------
-    Tensor [B, K, M], complex when ``theta`` is given, else real.
+    Tensor [B, K, M], complex when ``theta`` is given with ``complex_phase``, else real.
     """
     magnitude = beta.unsqueeze(0) * amplitude.unsqueeze(1)  # [B, K, M]
     if theta is None:
         return magnitude
+    if not complex_phase:
+        return magnitude * torch.cos(theta).unsqueeze(0)
     return magnitude * torch.polar(torch.ones_like(theta), theta).unsqueeze(0)
 
 

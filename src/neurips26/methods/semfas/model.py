@@ -100,7 +100,8 @@ class SEMFAS(nn.Module):
     temperature : float, default 1.0
         p = P^(1/T) normalised; :func:`~neurips26.methods.semfas.core.fit_temperature` refits it.
     use_phase : bool, default True
-        False gives the real-valued ablation (real states, no phases, real POVM).
+        False gives the real-valued ablation (real states, real POVM, and a signed real weight cos(theta)
+        in place of each relative phase, so that several heads still form a mixture).
     use_coverage : bool, default True
         False whitens the POVM so that sum_c E_c = I (no coverage element).
     feature_dims : int or dict[str, int], optional
@@ -281,8 +282,10 @@ class SEMFAS(nn.Module):
         """
         features, present = self.encode(inputs, mask)
         amplitude, psi = self.states(features, present)
-        theta = self.theta if self.use_phase else None
-        coefficients = core.head_coefficients(amplitude, self.beta, theta)  # c_km
+        # real states keep a signed relative weight cos(theta), so the heads still differ (issue #43)
+        coefficients = core.head_coefficients(
+            amplitude, self.beta, self.theta, complex_phase=self.use_phase
+        )  # c_km
         pi = torch.softmax(self.head_logits, 0)
         measured = core.born_decomposition(
             psi, coefficients, pi, self.measurement_factors(), complete=not self.use_coverage

@@ -3,7 +3,10 @@
 Per seed: one style with a committed prior (seed mod 5) and ``contents_per_seed`` content images drawn
 from the 8 bundled photos. Every diffusion system runs on that style's prior with the same DDIM grid;
 each system sweeps its own strength knob (SDEdit t0, StyleID gamma, StyleRoute budget, Gatys style
-weight) and every output is scored by metrics that share no signal with routing (``metrics.py``).
+weight, AdaIN alpha) at the same number of points (a hypervolume only grows with points: issue #43 found
+StyleRoute's lead made by 4 points against StyleID's 2; the harness now refuses unequal counts via the
+``sweep_points`` metric), and every output is scored by metrics that share no signal with routing
+(``metrics.py``).
 Per content we compute the hypervolume of the system's frontier in the plane (style distance relative
 to the unstylised content, structure score), with the reference point (1, 0): a frontier that reaches
 lower style distance at higher structure covers more area. ``hv`` uses the global patch SWD, ``hv_texture``
@@ -63,9 +66,18 @@ class StyleRouteExperimentConfig:
         [0.1, 0.2, 0.3, 0.45],
         "issue: 4 SDEdit t0; shifted from 0.3-0.75 (t0 >= 0.45 erases the content here)",
     )
-    styleid_gammas: list = param([0.3, 0.75], "issue / StyleID: gamma 0.3 and 0.75")
+    styleid_gammas: list = param(
+        [0.3, 0.45, 0.6, 0.75],
+        "issue / StyleID: gamma 0.3 to 0.75, at 4 points as every system (issue #43: equal sweep points)",
+    )
     styleid_temperature: float = param(1.5, "issue / StyleID: T = 1.5")
-    gatys_style_weights: list = param([3.0, 30.0], "ours: two style weights spanning mild to strong")
+    adain_alphas: list = param(
+        [0.25, 0.5, 0.75, 1.0],
+        "AdaIN's content-style weight alpha (Huang & Belongie, Sec. 7), 4 points as every system (#43)",
+    )
+    gatys_style_weights: list = param(
+        [1.0, 3.0, 10.0, 30.0], "ours: 4 style weights spanning mild to strong (equal sweep points, #43)"
+    )
     gatys_steps: int = param(60, "ours: Adam steps of the Gatys baseline (CPU budget)")
 
     def __post_init__(self) -> None:
@@ -73,7 +85,7 @@ class StyleRouteExperimentConfig:
             raise ValueError(f"contents_per_seed must be in 1..{len(CONTENTS)}, got {self.contents_per_seed}")
         if self.size < 32 or self.size % 8:
             raise ValueError(f"size must be >= 32 and a multiple of 8, got {self.size}")
-        for name in ("budgets", "sdedit_strengths"):
+        for name in ("budgets", "sdedit_strengths", "adain_alphas"):
             values = getattr(self, name)
             if not values or any(not 0 <= v <= 1 for v in values):
                 raise ValueError(f"{name} must be a non-empty list of values in [0, 1], got {values}")
@@ -126,9 +138,9 @@ SYSTEMS = {
         extras={"t_start": c.method.t_max},
     ),
     "region_adain": lambda c: System(
-        "region_adain", "region_adain", (1.0,), extras={"n_segments": c.method.n_segments}
+        "region_adain", "region_adain", tuple(c.adain_alphas), extras={"n_segments": c.method.n_segments}
     ),
-    "global_adain": lambda c: System("global_adain", "global_adain", (1.0,)),
+    "global_adain": lambda c: System("global_adain", "global_adain", tuple(c.adain_alphas)),
     "gatys": lambda c: System("gatys", "gatys", tuple(c.gatys_style_weights), gatys_steps=c.gatys_steps),
 }
 
@@ -180,13 +192,17 @@ def generate(
                 outs.append(
                     np.stack(
                         [
-                            baselines.region_adain_lab(c, style_image, system.extras["n_segments"])
+                            baselines.region_adain_lab(
+                                c, style_image, system.extras["n_segments"], alpha=value
+                            )
                             for c in contents
                         ]
                     )
                 )
             elif system.kind == "global_adain":
-                outs.append(np.stack([baselines.global_adain_lab(c, style_image) for c in contents]))
+                outs.append(
+                    np.stack([baselines.global_adain_lab(c, style_image, alpha=value) for c in contents])
+                )
             else:
                 outs.append(
                     np.stack(
@@ -271,14 +287,25 @@ def run(
     if not gate:  # the issue's gate: a prior too weak to judge any method
         metrics = {k: (v if k == "seconds_per_image" else float("nan")) for k, v in metrics.items()}
     metrics["prior_gate"] = float(gate)
+    metrics["sweep_points"] = float(len(outputs))
     return metrics
 
 
 METRICS = (
     Metric(
-        "hv", "max", "area", "hypervolume of the (style SWD / content's, structure) frontier over the sweep"
+        "hv",
+        "max",
+        "area",
+        "hypervolume of the (style SWD / content's, structure) frontier over the sweep",
+        points_metric="sweep_points",
     ),
-    Metric("hv_texture", "max", "area", "the same with the SWD outside the object masks (texture regions)"),
+    Metric(
+        "hv_texture",
+        "max",
+        "area",
+        "the same with the SWD outside the object masks (texture regions)",
+        points_metric="sweep_points",
+    ),
     Metric(
         "structure", "max", "score", "mean of object SSIM, edge-F1 (sigma 3), 1 - self-similarity (mid sweep)"
     ),
@@ -291,6 +318,9 @@ METRICS = (
     Metric("hist", "min", "Hellinger", "RGB-uv histogram Hellinger distance (mid sweep)"),
     Metric("seconds_per_image", "min", "s", "generation wall time per image and sweep point", timing=True),
     Metric("prior_gate", "max", "0/1", "1 when the seed's prior passed the sanity gate"),
+    Metric(
+        "sweep_points", "max", "points", "points behind the frontiers: equal for every system (issue #43)"
+    ),
 )
 
 CLAIMS = (
@@ -333,6 +363,7 @@ EXPERIMENT = Experiment(
                 "budgets": [0.5],
                 "sdedit_strengths": [0.3],
                 "styleid_gammas": [0.75],
+                "adain_alphas": [1.0],
                 "gatys_style_weights": [10.0],
                 "gatys_steps": 10,
             },
