@@ -75,11 +75,12 @@ def readme_block(result: dict) -> str:
 
 def current_code_fingerprint(slug: str) -> str | None:
     """The code fingerprint method ``slug``'s experiment has now (None for an unknown slug)."""
-    from neurips26.bench.fingerprint import code_fingerprint
-    from neurips26.registry import METHODS
+    from neurips26.bench.fingerprint import code_fingerprint, module_file
 
-    spec = next((spec for spec in METHODS if spec.slug == slug and spec.experiment), None)
-    return code_fingerprint(spec.experiment) if spec else None
+    # the experiment's module path, not the registry: importing the registry here would put every method's
+    # code into the fingerprint of any method whose code imports the report package (dacs' figures do)
+    module = f"{__package__.partition('.')[0]}.methods.{slug}.experiment"
+    return code_fingerprint(module) if slug.isidentifier() and module_file(module) else None
 
 
 def code_provenance(result: dict) -> str:
