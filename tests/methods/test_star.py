@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from neurips26.methods.star import STARConfig, STARDetector, inject_star
 from neurips26.methods.star.baselines import BackboneDetector, FrozenReconstructor
@@ -326,7 +327,7 @@ def test_bad_shapes_and_schema_name_the_argument() -> None:
         STARConfig(target_modules="q")
     with pytest.raises(ValueError, match="match none of the backbone's linears"):
         inject_star(small_backbone(), STARConfig(target_modules=("nope",)), n_numeric=1)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):  # sklearn's type, as pyod detectors raise
         STARDetector(schema).decision_function(X)
 
 

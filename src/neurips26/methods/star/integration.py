@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 from pyod.models.base import BaseDetector
+from sklearn.exceptions import NotFittedError  # sklearn's type: clone/check_is_fitted users catch it
 
 from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.core import MaskedPatchReconstructor, inject_star
@@ -301,7 +302,7 @@ class WindowedReconstructionDetector(BaseDetector):
     def decision_function(self, X: Any) -> np.ndarray:
         """Anomaly score per step (n_steps,), higher is more anomalous."""
         if not hasattr(self, "model_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(X) first")
+            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(X) first")
         series = self._encode(X, fitting=False)
         self.last_unknown_ = series.unknown
         channels = self._transform_channels(series)
@@ -348,7 +349,8 @@ class STARDetector(WindowedReconstructionDetector):
         random_state: int = 0,
     ) -> None:
         self.config = config
-        beta = (config or STARConfig()).beta
+        # sklearn convention: __init__ never validates (set_params passes anything); _check_params does
+        beta = (config if isinstance(config, STARConfig) else STARConfig()).beta
         super().__init__(
             state_columns,
             backbone,
@@ -395,7 +397,7 @@ class STARDetector(WindowedReconstructionDetector):
         general, wrong for this state.
         """
         if not hasattr(self, "model_"):
-            raise RuntimeError("STARDetector is not fitted: call fit(X) first")
+            raise NotFittedError("STARDetector is not fitted: call fit(X) first")
         series = self._encode(X, fitting=False)
         err, nll = self._terms(series.numeric, series.codes)
         channel = (err - self.error_center_) / self.error_scale_
