@@ -59,8 +59,20 @@ def example(cls: type[nn.Module]) -> ModuleExample:
     return ModuleExample(cls(), (torch.linspace(-1, 1, 6).reshape(2, 3),))
 
 
-def test_a_well_behaved_module_passes() -> None:
-    check_module(lambda: example(Good))
+class NonPersistentConstant(Good):
+    """A constant kept out of the state dict on purpose (like image normalisation statistics)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.full((3,), 0.25), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x - self.mean)
+
+
+@pytest.mark.parametrize("cls", [Good, NonPersistentConstant])
+def test_a_well_behaved_module_passes(cls) -> None:
+    check_module(lambda: example(cls))
 
 
 @pytest.mark.parametrize(

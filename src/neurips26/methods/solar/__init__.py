@@ -43,7 +43,16 @@ from neurips26.methods.solar.plugins import RecordedLowerings, parse_description
 from neurips26.methods.solar.rules import OpCall, OpCost, load_rule_plugins, register_rule, unregister_rule
 from neurips26.methods.solar.validation import Validation
 
+# tests/test_conformance.py: no ecosystem API family fits this method's public API.
+CONFORMANCE: tuple[tuple[str, str], ...] = ()
+CONFORMANCE_REASON: str = (
+    "SOLAR analyses torch/JAX programs into speed-of-light bounds; it consumes modules but exposes no "
+    "module, optimizer, env, estimator or model-transform API itself."
+)
+
 __all__ = [
+    "CONFORMANCE",
+    "CONFORMANCE_REASON",
     "FIDELITIES",
     "PEAK_FACTOR",
     "Access",

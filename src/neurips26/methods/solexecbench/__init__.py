@@ -41,7 +41,16 @@ from neurips26.methods.solexecbench.schema import (
 )
 from neurips26.methods.solexecbench.static_check import Finding, static_check
 
+# tests/test_conformance.py: no ecosystem API family fits this method's public API.
+CONFORMANCE: tuple[tuple[str, str], ...] = ()
+CONFORMANCE_REASON: str = (
+    "SOLExecBench is a benchmark harness (problems, sandboxed evaluation, SOL scores) whose API belongs"
+    " to no ecosystem family."
+)
+
 __all__ = [
+    "CONFORMANCE",
+    "CONFORMANCE_REASON",
     "Definition",
     "EvaluationResult",
     "EvaluationStatus",

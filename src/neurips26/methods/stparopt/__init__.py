@@ -12,7 +12,11 @@ from neurips26.methods.stparopt.pipeline import LoopReport, analyze, load_model,
 from neurips26.methods.stparopt.programs import ArgSpec, LoopProgram
 from neurips26.methods.stparopt.verify import VerifyItem, nvcc_compile, verify_on_cpu
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (("module", "neurips26.methods.stparopt.conformance:tiny_model"),)
+
 __all__ = [
+    "CONFORMANCE",
     "ArgSpec",
     "CFunction",
     "CudaTranslation",

@@ -66,14 +66,22 @@ def _example(factory: Callable[[], ModuleExample]) -> ModuleExample:
     return example
 
 
+def _cast(value: Any, dtype: torch.dtype) -> Any:
+    """``value`` with its floating tensors (also inside dicts, lists and tuples) cast to ``dtype``."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, dict):
+        return {key: _cast(item, dtype) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_cast(item, dtype) for item in value)
+    if any(cls.__module__.startswith("torch_geometric.") for cls in type(value).__mro__):  # PyG Data/Batch
+        return copy.copy(value).apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+    return value
+
+
 def _call(example: ModuleExample, module: nn.Module, dtype: torch.dtype | None = None) -> Any:
-    cast = (
-        (lambda v: v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
-        if dtype
-        else None
-    )
-    args = tuple(cast(a) for a in example.args) if cast else example.args
-    kwargs = {k: cast(v) for k, v in example.kwargs.items()} if cast else example.kwargs
+    args = _cast(example.args, dtype) if dtype else example.args
+    kwargs = _cast(example.kwargs, dtype) if dtype else example.kwargs
     with torch.no_grad():
         return getattr(module, example.method)(*args, **kwargs)
 
@@ -140,9 +148,11 @@ def _check_state_dict_round_trip(
     torch.save(example.module.state_dict(), buffer)
     buffer.seek(0)
     fresh = _example(factory).module.eval()
-    with torch.no_grad():  # a fresh instance that happens to equal the original proves nothing
-        for tensor in [*fresh.parameters(), *fresh.buffers()]:
-            if tensor.is_floating_point():
+    # a fresh instance that happens to equal the original proves nothing; perturb what the state dict
+    # carries (its tensors share storage with the module), not non-persistent buffers by design left out
+    with torch.no_grad():
+        for tensor in fresh.state_dict().values():
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
                 tensor.add_(0.5)
     try:
         fresh.load_state_dict(torch.load(buffer, weights_only=True))
