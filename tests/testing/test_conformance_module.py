@@ -50,6 +50,15 @@ class ForgetsStateDict(Good):
         return super().forward(x) + self.hidden[0]
 
 
+class ParameterInAList(Good):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gains = [nn.Parameter(torch.ones(2))]  # not an nn.ParameterList: optimizers never see it
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) * self.gains[0]
+
+
 class HardCodedDtype(Good):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return super().forward(x).float()
@@ -81,6 +90,7 @@ def test_a_well_behaved_module_passes(cls) -> None:
         (ShadowsApply, r"apply\(fn\)"),
         (PlainTensorAttribute, r"plain tensor attributes \['scale'\]"),
         (ForgetsStateDict, r"state_dict -> fresh instance"),
+        (ParameterInAList, r"plain tensor attributes \['gains'\]"),
         (HardCodedDtype, r"float64"),
     ],
 )

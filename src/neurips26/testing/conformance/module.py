@@ -22,6 +22,8 @@ from torch import nn
 from neurips26.testing.conformance._common import expectation, tensors_in
 
 FAMILY = "module"
+# nn.Module's own bookkeeping dicts: holding parameters there is what registering means
+_REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
 
 
 @dataclass
@@ -129,15 +131,26 @@ def _check_apply(module: nn.Module) -> None:
         )
 
 
+def _hides_parameter(value: Any) -> bool:
+    """A plain list/tuple/dict holding an ``nn.Parameter`` (``parameters()`` and optimizers never see it)."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+    return any(isinstance(item, nn.Parameter) or _hides_parameter(item) for item in items)
+
+
 def _check_registered_tensors(module: nn.Module) -> None:
     for name, submodule in module.named_modules():
-        plain = sorted(k for k, v in vars(submodule).items() if isinstance(v, torch.Tensor))
+        plain = sorted(
+            k
+            for k, v in vars(submodule).items()
+            if isinstance(v, torch.Tensor) or (k not in _REGISTRIES and _hides_parameter(v))
+        )
         if plain:
             where = name or type(module).__name__
             raise expectation(
                 FAMILY,
                 f"{where} holds plain tensor attributes {plain}: register them with nn.Parameter or "
-                "register_buffer, or .to()/state_dict()/parameters() miss them",
+                "register_buffer (nn.ParameterList/Dict for collections), or .to()/state_dict()/parameters() "
+                "miss them",
             )
 
 
