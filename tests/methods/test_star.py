@@ -253,6 +253,18 @@ def test_pyod_contract_params_clone_shapes_threshold() -> None:
     assert proba.shape == (100, 2)
 
 
+def test_sklearn_conventions_n_features_in_and_sparse_input() -> None:
+    import scipy.sparse
+
+    X, schema = toy_series(200)
+    det = STARDetector(schema, small_backbone(), **fast(n_steps=1)).fit(X)
+    assert det.n_features_in_ == 4
+    with pytest.raises(ValueError, match="X has 3 features, but STARDetector is expecting 4"):
+        det.decision_function(X[:, :3])
+    with pytest.raises(TypeError, match="sparse input is not supported"):
+        det.decision_function(scipy.sparse.csr_matrix(X))
+
+
 def test_state_dict_round_trip() -> None:
     sizes = (2, 3)
     model = inject_star(small_backbone(), STARConfig(), n_numeric=2, vocab_sizes=sizes)
@@ -313,7 +325,7 @@ def test_bad_shapes_and_schema_name_the_argument() -> None:
     with pytest.raises(ValueError, match="fewer than one window"):
         STARDetector(schema, small_backbone(), **fast()).fit(X[:20])
     det = STARDetector(schema, small_backbone(), **fast()).fit(X)
-    with pytest.raises(ValueError, match=r"X has 3 numeric channels .* fitted on 2"):
+    with pytest.raises(ValueError, match=r"X has 5 features, but STARDetector is expecting 4"):
         det.decision_function(np.c_[X, X[:, :1]])
     with pytest.raises(ValueError, match="must be 2-D"):
         det.decision_function(X[:, 0])

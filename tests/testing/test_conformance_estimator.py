@@ -97,3 +97,17 @@ def test_a_subset_without_its_reason_fails() -> None:
         check_estimator_family(
             lambda: EstimatorExample(MeanScorer(), X, sklearn_checks=("check_set_params",))
         )
+
+
+def test_expected_failures_need_reasons_must_fail_and_must_exist() -> None:
+    from sklearn.linear_model import LinearRegression
+
+    def example(expected: dict[str, str]) -> EstimatorExample:
+        return EstimatorExample(LinearRegression(), X, y, sklearn_expected_failures=expected)
+
+    with pytest.raises(AssertionError, match="needs its reason"):
+        check_estimator_family(lambda: example({"check_fit1d": " "}))
+    with pytest.raises(AssertionError, match="does not run here"):
+        check_estimator_family(lambda: example({"check_no_such_thing": "typo"}))
+    with pytest.raises(AssertionError, match="pass now"):
+        check_estimator_family(lambda: example({"check_fit1d": "claimed, but it passes"}))

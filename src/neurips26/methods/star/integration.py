@@ -40,6 +40,10 @@ class SchemaSeries:
 
 def _as_table(X: Any, argument: str = "X") -> tuple[np.ndarray, list[Hashable]]:
     """(values (n, d) float64, column keys): names for frames, positions for arrays."""
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        raise TypeError(f"{argument} is sparse; sparse input is not supported: pass a dense array")
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         columns = list(X.columns)
         values = X.to_numpy()
@@ -205,8 +209,15 @@ class WindowedReconstructionDetector(BaseDetector):
 
     def _encode(self, X: Any, fitting: bool) -> SchemaSeries:
         schema = self.schema_ if not fitting else _validate_schema(self.state_columns)
-        numeric, codes, unknown, keys = encode_series(X, schema, None if fitting else self.numeric_columns_)
         values, columns = _as_table(X)
+        if fitting:
+            self.n_features_in_ = len(columns)  # sklearn's attribute: pipelines and checks read it
+        elif len(columns) != self.n_features_in_:
+            raise ValueError(
+                f"X has {len(columns)} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        numeric, codes, unknown, keys = encode_series(X, schema, None if fitting else self.numeric_columns_)
         raw = values[:, [columns.index(c) for c in schema]]
         if numeric.shape[0] < self.window:
             raise ValueError(f"X has {numeric.shape[0]} steps, fewer than one window (window={self.window})")
