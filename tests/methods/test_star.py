@@ -263,6 +263,8 @@ def test_sklearn_conventions_n_features_in_and_sparse_input() -> None:
         det.decision_function(X[:, :3])
     with pytest.raises(TypeError, match="sparse input is not supported"):
         det.decision_function(scipy.sparse.csr_matrix(X))
+    with pytest.raises(ValueError, match="Complex data not supported"):  # not silently cast to real
+        det.decision_function(X + 1j)
 
 
 def test_state_dict_round_trip() -> None:

@@ -54,6 +54,8 @@ def _as_table(X: Any, argument: str = "X") -> tuple[np.ndarray, list[Hashable]]:
         columns = list(range(values.shape[1]))
     if values.ndim != 2:
         raise ValueError(f"{argument} must be 2-D (n_steps, n_channels), got shape {values.shape}")
+    if np.iscomplexobj(values):  # casting would silently drop the imaginary part
+        raise ValueError(f"Complex data not supported: {argument} has dtype {values.dtype}")
     try:
         values = values.astype(np.float64)
     except (TypeError, ValueError) as error:
