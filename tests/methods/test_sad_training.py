@@ -511,3 +511,11 @@ def test_sampled_rollouts_follow_the_policy(data, temperature):
     freq = torch.bincount(draws[:, 0], minlength=len(probs)).float() / len(draws)
     torch.testing.assert_close(freq, probs, atol=0.02, rtol=0)
     assert float(probs.max()) < 0.9  # not a near-deterministic policy: the check can see a wrong sampler
+
+
+def test_synthesizer_runs_in_float64_after_double(data):
+    """.double() must reach every operand: the relation features used to stay float32 (a dtype error)."""
+    synth = tiny_synth().double()
+    with torch.no_grad():
+        log_probs = synth.log_probs(data.context, data.subgoal_block)
+    assert log_probs.dtype == torch.float64

@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from neurips26.methods.star import STARConfig, STARDetector, inject_star
 from neurips26.methods.star.baselines import BackboneDetector, FrozenReconstructor
@@ -284,6 +285,20 @@ def test_pyod_contract_params_clone_shapes_threshold() -> None:
     assert proba.shape == (100, 2)
 
 
+def test_sklearn_conventions_n_features_in_and_sparse_input() -> None:
+    import scipy.sparse
+
+    X, schema = toy_series(200)
+    det = STARDetector(schema, small_backbone(), **fast(n_steps=1)).fit(X)
+    assert det.n_features_in_ == 4
+    with pytest.raises(ValueError, match="X has 3 features, but STARDetector is expecting 4"):
+        det.decision_function(X[:, :3])
+    with pytest.raises(TypeError, match="sparse input is not supported"):
+        det.decision_function(scipy.sparse.csr_matrix(X))
+    with pytest.raises(ValueError, match="Complex data not supported"):  # not silently cast to real
+        det.decision_function(X + 1j)
+
+
 def test_state_dict_round_trip() -> None:
     sizes = (2, 3)
     model = inject_star(small_backbone(), STARConfig(), n_numeric=2, vocab_sizes=sizes)
@@ -344,7 +359,7 @@ def test_bad_shapes_and_schema_name_the_argument() -> None:
     with pytest.raises(ValueError, match="fewer than one window"):
         STARDetector(schema, small_backbone(), **fast()).fit(X[:20])
     det = STARDetector(schema, small_backbone(), **fast()).fit(X)
-    with pytest.raises(ValueError, match=r"X has 3 numeric channels .* fitted on 2"):
+    with pytest.raises(ValueError, match=r"X has 5 features, but STARDetector is expecting 4"):
         det.decision_function(np.c_[X, X[:, :1]])
     with pytest.raises(ValueError, match="must be 2-D"):
         det.decision_function(X[:, 0])
@@ -358,7 +373,7 @@ def test_bad_shapes_and_schema_name_the_argument() -> None:
         STARConfig(target_modules="q")
     with pytest.raises(ValueError, match="match none of the backbone's linears"):
         inject_star(small_backbone(), STARConfig(target_modules=("nope",)), n_numeric=1)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):  # sklearn's type, as pyod detectors raise
         STARDetector(schema).decision_function(X)
 
 

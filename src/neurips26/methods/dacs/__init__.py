@@ -22,7 +22,14 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("module", "neurips26.methods.dacs.conformance:tiny_network"),
+    ("module", "neurips26.methods.dacs.conformance:tiny_gradient_reversal"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "DACS",
     "IDEAS",
     "DACSConfig",

@@ -12,7 +12,17 @@ from neurips26.methods.poes.selection import (
     rbf_similarity,
 )
 
+# tests/test_conformance.py: no ecosystem API family fits this method's public API.
+CONFORMANCE: tuple[tuple[str, str], ...] = ()
+CONFORMANCE_REASON: str = (
+    "POES is an evaluation scheduler for prompt optimisers; its one ecosystem contract, gepa's "
+    "EvaluationPolicy hook, has no shared family and is checked in "
+    "tests/methods/test_poes_integration.py."
+)
+
 __all__ = [
+    "CONFORMANCE",
+    "CONFORMANCE_REASON",
     "IRTFit",
     "POESConfig",
     "POESScheduler",

@@ -53,8 +53,15 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("module", "neurips26.methods.sad.conformance:tiny_synthesizer"),
+    ("module", "neurips26.methods.sad.conformance:tiny_decomposer"),
+)
+
 __all__ = [
     "CANDIDATES",
+    "CONFORMANCE",
     "IDEAS",
     "DSLParseError",
     "DSLTypeError",

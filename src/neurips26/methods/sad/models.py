@@ -192,7 +192,9 @@ class Synthesizer(nn.Module):
         v = s // VARIABLE_SLOT
         variables = self.variable_slot(self.embed(context.state.reshape(n, e, v, VARIABLE_SLOT)).flatten(-2))
         if self.relations is not None:
-            variables = variables + self.relations(relation_features(context.state, target))
+            # the features are float32 by construction; follow the model's dtype (after .double() etc.)
+            features = relation_features(context.state, target).to(variables.dtype)
+            variables = variables + self.relations(features)
         goal = self.target_slot(self.embed(target).flatten(-2))[:, :, None]
         absent = torch.cat([context.kinds[:, :v] == KIND_ABSENT, context.kinds.new_zeros(n, 1).bool()], 1)
         hidden = self.encoder(

@@ -17,8 +17,15 @@ from neurips26.methods.samhybrid.integration import (
     trajectory_loss,
 )
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("optimizer", "neurips26.methods.samhybrid.conformance:tiny_optimizer"),
+    ("module", "neurips26.methods.samhybrid.conformance:tiny_hybrid_model"),
+)
+
 __all__ = [
     "COMPOSE_SHAPES",
+    "CONFORMANCE",
     "FitHistory",
     "HybridModel",
     "IdentifiabilityReport",

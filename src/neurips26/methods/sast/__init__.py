@@ -39,7 +39,14 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("module", "neurips26.methods.sast.conformance:tiny_backbone"),
+    ("module", "neurips26.methods.sast.conformance:tiny_classifier"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "CPL",
     "GRIP",
     "IDEAS",

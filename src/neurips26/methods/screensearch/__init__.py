@@ -41,7 +41,16 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# tests/test_conformance.py: no ecosystem API family fits this method's public API.
+CONFORMANCE: tuple[tuple[str, str], ...] = ()
+CONFORMANCE_REASON: str = (
+    "ScreenSearch explores GUIs through its own Backend protocol and exports networkx GraphML (checked "
+    "in its tests); no ecosystem API family describes an explorer."
+)
+
 __all__ = [
+    "CONFORMANCE",
+    "CONFORMANCE_REASON",
     "IDEAS",
     "Act",
     "Action",

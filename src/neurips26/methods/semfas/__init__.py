@@ -27,7 +27,11 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (("module", "neurips26.methods.semfas.conformance:tiny_model"),)
+
 __all__ = [
+    "CONFORMANCE",
     "IDEAS",
     "SEMFAS",
     "BornMeasurement",

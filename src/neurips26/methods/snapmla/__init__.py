@@ -53,8 +53,18 @@ from neurips26.methods.snapmla.integration import (
 )
 from neurips26.methods.snapmla.pipeline import SNAPMLA, DecodeRecipe, decode_latent_attention, prepare_query
 
+# tests/test_conformance.py: no ecosystem API family fits this method's public API.
+CONFORMANCE: tuple[tuple[str, str], ...] = ()
+CONFORMANCE_REASON: str = (
+    "SnapMLA is a transformers Cache subclass plus a context manager patching MLA attention forwards; "
+    "no family fits (its Cache contract is checked against transformers in test_snapmla.py and "
+    "test_llm_stock_families.py)."
+)
+
 __all__ = [
     "BF16",
+    "CONFORMANCE",
+    "CONFORMANCE_REASON",
     "E4M3_MAX",
     "FLASHMLA_FP8",
     "FORMATS",

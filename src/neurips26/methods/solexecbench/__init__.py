@@ -55,8 +55,17 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# tests/test_conformance.py: no ecosystem API family fits this method's public API.
+CONFORMANCE: tuple[tuple[str, str], ...] = ()
+CONFORMANCE_REASON: str = (
+    "SOLExecBench is a benchmark harness (problems, sandboxed evaluation, SOL scores) whose API belongs"
+    " to no ecosystem family."
+)
+
 __all__ = [
     "IDEAS",
+    "CONFORMANCE",
+    "CONFORMANCE_REASON",
     "Definition",
     "EvaluationResult",
     "EvaluationStatus",

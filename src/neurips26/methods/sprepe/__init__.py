@@ -33,7 +33,21 @@ from neurips26.methods.sprepe.integration import (
     SpRePEAttention,
 )
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("module", "neurips26.methods.sprepe.conformance:tiny_sprepe"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_sprepe_xyz"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_attention"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_learned_absolute"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_latlon_sinusoidal"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_spherical_harmonic"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_axial_rope"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_euler_rope"),
+    ("module", "neurips26.methods.sprepe.conformance:tiny_geodesic_bias"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "AxialRoPE",
     "EulerSphericalRoPE",
     "GeodesicBiasPE",

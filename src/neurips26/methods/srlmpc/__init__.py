@@ -36,7 +36,14 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("gym_env", "neurips26.methods.srlmpc.conformance:tiny_crowd_env"),
+    ("gym_env", "neurips26.methods.srlmpc.conformance:tiny_parameter_env"),
+)
+
 __all__ = [
+    "CONFORMANCE",
     "GSF",
     "HOCBFMPC",
     "IDEAS",

@@ -19,4 +19,20 @@ IDEAS: dict[str, str] = {
     ),
 }
 
-__all__ = ["IDEAS", "STARConfig", "STARDetector", "STARModel", "inject_star", "range_pr_auc", "range_pr_vus"]
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (
+    ("estimator", "neurips26.methods.star.conformance:tiny_detector"),
+    ("estimator", "neurips26.methods.star.conformance:tiny_numeric_detector"),
+    ("module", "neurips26.methods.star.conformance:tiny_star_model"),
+)
+
+__all__ = [
+    "CONFORMANCE",
+    "IDEAS",
+    "STARConfig",
+    "STARDetector",
+    "STARModel",
+    "inject_star",
+    "range_pr_auc",
+    "range_pr_vus",
+]

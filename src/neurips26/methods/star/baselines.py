@@ -17,6 +17,7 @@ from pyod.models.base import BaseDetector
 from pyod.models.iforest import IForest
 from pyod.models.pca import PCA
 from pyod.models.ts_od import TimeSeriesOD
+from sklearn.exceptions import NotFittedError  # sklearn's type: clone/check_is_fitted users catch it
 
 from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.core import MaskedPatchReconstructor
@@ -378,5 +379,5 @@ class PerStateDetector(BaseDetector):
     def decision_function(self, X: Any) -> np.ndarray:
         """Anomaly score per step: the model of the step's state combination (else the fallback)."""
         if not hasattr(self, "members_"):
-            raise RuntimeError("PerStateDetector is not fitted: call fit(X) first")
+            raise NotFittedError("PerStateDetector is not fitted: call fit(X) first")
         return self._score(X, self._combination_ids(X))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 from pyod.models.base import BaseDetector
+from sklearn.exceptions import NotFittedError  # sklearn's type: clone/check_is_fitted users catch it
 
 from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.core import MaskedPatchReconstructor, inject_star
@@ -39,6 +40,10 @@ class SchemaSeries:
 
 def _as_table(X: Any, argument: str = "X") -> tuple[np.ndarray, list[Hashable]]:
     """(values (n, d) float64, column keys): names for frames, positions for arrays."""
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        raise TypeError(f"{argument} is sparse; sparse input is not supported: pass a dense array")
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         columns = list(X.columns)
         values = X.to_numpy()
@@ -49,6 +54,8 @@ def _as_table(X: Any, argument: str = "X") -> tuple[np.ndarray, list[Hashable]]:
         columns = list(range(values.shape[1]))
     if values.ndim != 2:
         raise ValueError(f"{argument} must be 2-D (n_steps, n_channels), got shape {values.shape}")
+    if np.iscomplexobj(values):  # casting would silently drop the imaginary part
+        raise ValueError(f"Complex data not supported: {argument} has dtype {values.dtype}")
     try:
         values = values.astype(np.float64)
     except (TypeError, ValueError) as error:
@@ -204,8 +211,15 @@ class WindowedReconstructionDetector(BaseDetector):
 
     def _encode(self, X: Any, fitting: bool) -> SchemaSeries:
         schema = self.schema_ if not fitting else _validate_schema(self.state_columns)
-        numeric, codes, unknown, keys = encode_series(X, schema, None if fitting else self.numeric_columns_)
         values, columns = _as_table(X)
+        if fitting:
+            self.n_features_in_ = len(columns)  # sklearn's attribute: pipelines and checks read it
+        elif len(columns) != self.n_features_in_:
+            raise ValueError(
+                f"X has {len(columns)} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        numeric, codes, unknown, keys = encode_series(X, schema, None if fitting else self.numeric_columns_)
         raw = values[:, [columns.index(c) for c in schema]]
         if numeric.shape[0] < self.window:
             raise ValueError(f"X has {numeric.shape[0]} steps, fewer than one window (window={self.window})")
@@ -301,7 +315,7 @@ class WindowedReconstructionDetector(BaseDetector):
     def decision_function(self, X: Any) -> np.ndarray:
         """Anomaly score per step (n_steps,), higher is more anomalous."""
         if not hasattr(self, "model_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(X) first")
+            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(X) first")
         series = self._encode(X, fitting=False)
         self.last_unknown_ = series.unknown
         channels = self._transform_channels(series)
@@ -348,7 +362,8 @@ class STARDetector(WindowedReconstructionDetector):
         random_state: int = 0,
     ) -> None:
         self.config = config
-        beta = (config or STARConfig()).beta
+        # sklearn convention: __init__ never validates (set_params passes anything); _check_params does
+        beta = (config if isinstance(config, STARConfig) else STARConfig()).beta
         super().__init__(
             state_columns,
             backbone,
@@ -395,7 +410,7 @@ class STARDetector(WindowedReconstructionDetector):
         general, wrong for this state.
         """
         if not hasattr(self, "model_"):
-            raise RuntimeError("STARDetector is not fitted: call fit(X) first")
+            raise NotFittedError("STARDetector is not fitted: call fit(X) first")
         series = self._encode(X, fitting=False)
         err, nll = self._terms(series.numeric, series.codes)
         channel = (err - self.error_center_) / self.error_scale_

@@ -23,8 +23,12 @@ IDEAS: dict[str, str] = {
     ),
 }
 
+# Ecosystem families this method's public API belongs to, run by tests/test_conformance.py.
+CONFORMANCE: tuple[tuple[str, str], ...] = (("module", "neurips26.methods.stparopt.conformance:tiny_model"),)
+
 __all__ = [
     "IDEAS",
+    "CONFORMANCE",
     "ArgSpec",
     "CFunction",
     "CudaTranslation",
