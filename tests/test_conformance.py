@@ -18,11 +18,6 @@ import pytest
 from neurips26.registry import METHODS, method_readme
 from neurips26.testing.conformance import TESTERS
 
-# Methods whose families (press, quantizer, flower_strategy, pipeline) and declarations come from branch
-# conform-b. Until it merges they are skipped here; once a listed method declares, its test fails asking
-# for its removal from this set, so the set empties itself and no method escapes the matrix.
-DECLARED_ON_CONFORM_B = {"scalebits", "semanticdialect", "spcacw", "spectralkv", "styleroute"}
-
 
 def _package_init(slug: str) -> Path:
     return method_readme(slug).parent / "__init__.py"
@@ -51,9 +46,6 @@ def _pairs() -> list:
 @pytest.mark.parametrize("spec", METHODS, ids=lambda spec: spec.slug)
 def test_every_method_declares_its_families_or_why_none_fits(spec) -> None:
     declared = _literal(spec.slug, "CONFORMANCE")
-    if spec.slug in DECLARED_ON_CONFORM_B:
-        assert declared is None, f"{spec.slug} declares now: remove it from DECLARED_ON_CONFORM_B"
-        pytest.skip(f"{spec.slug}: its families and declaration come with branch conform-b")
     assert declared is not None, (
         f"{spec.slug}: declare CONFORMANCE = ((family, 'module:factory'), ...) in its package __init__.py"
         f" (families: {sorted(TESTERS)}), or CONFORMANCE = () with CONFORMANCE_REASON"

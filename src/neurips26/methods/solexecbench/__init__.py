@@ -63,9 +63,9 @@ CONFORMANCE_REASON: str = (
 )
 
 __all__ = [
-    "IDEAS",
     "CONFORMANCE",
     "CONFORMANCE_REASON",
+    "IDEAS",
     "Definition",
     "EvaluationResult",
     "EvaluationStatus",

@@ -27,8 +27,8 @@ IDEAS: dict[str, str] = {
 CONFORMANCE: tuple[tuple[str, str], ...] = (("module", "neurips26.methods.stparopt.conformance:tiny_model"),)
 
 __all__ = [
-    "IDEAS",
     "CONFORMANCE",
+    "IDEAS",
     "ArgSpec",
     "CFunction",
     "CudaTranslation",
