@@ -22,9 +22,9 @@ import time
 import numpy as np
 import torch
 
-from neurips26.data.graph_shift import make_csbm_pair
 from neurips26.methods.dacs import DACSConfig, DACSTrainer
 from neurips26.methods.dacs.baselines import GDABaselineTrainer
+from neurips26.methods.dacs.graph_shift import make_csbm_pair
 
 
 def _timed_fit(trainer, source, target) -> tuple[float, np.ndarray]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from neurips26.data.dynamics import get_system, make_splits
+from neurips26.methods.samhybrid.dynamics import get_system, make_splits
 from neurips26.methods.samhybrid.experiment import EXPERIMENT, SAMHybridExperimentConfig, train_system
 
 REPEATS = 5

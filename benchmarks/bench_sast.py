@@ -27,7 +27,7 @@ from neurips26.methods.sast import (
     SASTTrainer,
     core,
 )
-from neurips26.zoo.miniclip import MiniCLIP
+from neurips26.methods.sast.miniclip import MiniCLIP
 
 
 def _best(fn, repeats: int = 5) -> float:

@@ -22,11 +22,11 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from neurips26.data.federated import ClientData, digits_federation
 from neurips26.methods.spcacw import SPCACWConfig, choose_weights
 from neurips26.methods.spcacw.baselines import BaselineConfig, run_baseline
 from neurips26.methods.spcacw.batched import batch_weights
 from neurips26.methods.spcacw.engine import FlatMLP, run_weighted, weighted_accuracy
+from neurips26.methods.spcacw.federated import ClientData, digits_federation
 
 
 def time_solve(n: int, form: str, solver: str, repeats: int) -> float:

@@ -39,8 +39,8 @@ from neurips26.methods.spectralkv import (
 )
 from neurips26.methods.spectralkv.core import select_coreset
 from neurips26.methods.spectralkv.features import forced_token_mask, metric_features
+from neurips26.methods.spectralkv.press_eval import compressed_prefill
 from neurips26.zoo.evaluation import heldout_tokens
-from neurips26.zoo.press_eval import compressed_prefill
 
 
 def timed_hooks(press: Any) -> list[float]:

@@ -17,12 +17,12 @@ import time
 import numpy as np
 import torch
 
-from neurips26.data.plant_sim import STATE_VOCABULARIES as VOCAB
-from neurips26.data.plant_sim import PlantSimConfig, _run_plant
 from neurips26.methods.star import STARDetector
 from neurips26.methods.star.baselines import BackboneDetector
 from neurips26.methods.star.integration import n_trainable, parameter_ratio
-from neurips26.zoo.tsfm import load_tiny_tsfm
+from neurips26.methods.star.plant_sim import STATE_VOCABULARIES as VOCAB
+from neurips26.methods.star.plant_sim import PlantSimConfig, _run_plant
+from neurips26.methods.star.tsfm import load_tiny_tsfm
 
 
 def best_of_interleaved(fns, repeats: int) -> list[float]:

@@ -10,8 +10,8 @@ import warnings
 
 import torch
 
-from neurips26.data.dynamics import get_system, make_splits
 from neurips26.methods.samhybrid import HybridModel, SAMHybrid, identifiability_report
+from neurips26.methods.samhybrid.dynamics import get_system, make_splits
 from neurips26.methods.samhybrid.experiment import SAMHybridExperimentConfig
 from neurips26.methods.samhybrid.integration import ml_io_sizes
 from neurips26.methods.samhybrid.physics import build_physics

@@ -2,7 +2,7 @@
 
 Run before any SAST tuning. Writes the table and the chosen levels (the easiest level whose zero-shot
 accuracy is within 25-70 % and at least 1.5x chance) to the committed
-``src/neurips26/zoo/checkpoints/mini-clip/calibration.json``, which ``make_target`` reads; prints Markdown.
+``src/neurips26/methods/sast/checkpoints/mini-clip/calibration.json``, which ``make_target`` reads; prints Markdown.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/sast_calibrate.py
 """
@@ -13,9 +13,9 @@ import json
 
 import torch
 
-from neurips26.data.clip_targets import TARGETS, make_target
 from neurips26.methods.sast import MiniCLIPBackbone, SASTConfig, ZeroShot
-from neurips26.zoo.miniclip import CHECKPOINT_DIR
+from neurips26.methods.sast.clip_targets import TARGETS, make_target
+from neurips26.methods.sast.miniclip import CHECKPOINT_DIR
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 

@@ -28,7 +28,7 @@ from kvpress import SnapKVPress, TOVAPress
 from neurips26 import zoo
 from neurips26.methods.spectralkv import SpectralKVPress
 from neurips26.methods.spectralkv.evaluation import decode_continuation
-from neurips26.zoo.press_eval import compressed_prefill, text_batch
+from neurips26.methods.spectralkv.press_eval import compressed_prefill, text_batch
 from neurips26.zoo.training import load_corpus_tokens
 
 

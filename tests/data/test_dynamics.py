@@ -3,7 +3,7 @@ import pytest
 import torch
 from scipy.integrate import solve_ivp
 
-from neurips26.data.dynamics import DAMPED_PENDULUM, DUFFING, get_system, make_splits, simulate
+from neurips26.methods.samhybrid.dynamics import DAMPED_PENDULUM, DUFFING, get_system, make_splits, simulate
 
 
 @pytest.mark.parametrize("system", [DAMPED_PENDULUM, DUFFING], ids=lambda s: s.name)

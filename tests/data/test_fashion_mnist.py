@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from neurips26.data.fashion_mnist import (
+from neurips26.methods.spcacw.fashion_mnist import (
     DEBIAN_ROOT,
     ByteClientData,
     fmnist_federation,
     load_fashion_mnist,
     read_idx,
 )
-from neurips26.data.federated import dirichlet_split, target_and_peers
+from neurips26.methods.spcacw.federated import dirichlet_split, target_and_peers
 
 HAS_DEBIAN_DATA = (Path(DEBIAN_ROOT) / "train-labels-idx1-ubyte.gz").exists()
 

@@ -13,7 +13,7 @@ pytestmark = requires_package("torch_harmonics")
 
 @pytest.fixture(scope="module")
 def solver():
-    from neurips26.data.shallow_water import make_solver
+    from neurips26.methods.sprepe.shallow_water import make_solver
 
     return make_solver(16, 32, 900.0)
 
@@ -32,7 +32,7 @@ def invariants(solver, state: torch.Tensor) -> tuple[float, float]:
 
 
 def test_balanced_state_has_no_divergence_tendency(solver) -> None:
-    from neurips26.data.shallow_water import balanced_initial_condition, random_vorticity_spectrum
+    from neurips26.methods.sprepe.shallow_water import balanced_initial_condition, random_vorticity_spectrum
 
     state = balanced_initial_condition(
         solver, random_vorticity_spectrum(solver, np.random.default_rng(0), 4), 20.0
@@ -47,7 +47,7 @@ def test_balanced_state_has_no_divergence_tendency(solver) -> None:
 
 def test_solid_body_rotation_stays_steady(solver) -> None:
     """Williamson et al. (1992) case 2: zonal flow u = u0 cos(lat) in balance is a steady state."""
-    from neurips26.data.shallow_water import balanced_initial_condition
+    from neurips26.methods.sprepe.shallow_water import balanced_initial_condition
 
     lat = solver.lats.reshape(-1, 1).expand(solver.nlat, solver.nlon)
     vorticity = solver.grid2spec(2 * 20.0 * torch.sin(lat) / solver.radius)
@@ -59,7 +59,7 @@ def test_solid_body_rotation_stays_steady(solver) -> None:
 
 def test_mass_and_energy_are_conserved_over_a_day() -> None:
     """Without the hyperdiffusion the discrete dynamics keep mass and energy (the true invariants)."""
-    from neurips26.data.shallow_water import (
+    from neurips26.methods.sprepe.shallow_water import (
         balanced_initial_condition,
         make_solver,
         random_vorticity_spectrum,
@@ -78,7 +78,7 @@ def test_mass_and_energy_are_conserved_over_a_day() -> None:
 
 
 def test_generation_is_deterministic_cached_and_extends_with_more_trajectories(tmp_path, monkeypatch) -> None:
-    from neurips26.data.shallow_water import generate_shallow_water, load_shallow_water
+    from neurips26.methods.sprepe.shallow_water import generate_shallow_water, load_shallow_water
 
     monkeypatch.setenv("NEURIPS26_CACHE", str(tmp_path))
     settings = {"height": 16, "width": 32, "interval_hours": 1.0, "spinup_hours": 1.0, "max_ic_degree": 4}
@@ -97,7 +97,7 @@ def test_generation_is_deterministic_cached_and_extends_with_more_trajectories(t
 
 def test_columns_start_at_the_seam(solver) -> None:
     """Rolling by W / 2 moves longitude 0 (the solver's first column) to the middle of the array."""
-    from neurips26.data.shallow_water import grid_coordinates
+    from neurips26.methods.sprepe.shallow_water import grid_coordinates
 
     lat, lon, weights = grid_coordinates(solver, 32)
     assert lon[16] == pytest.approx(0.0) and lon[0] == pytest.approx(-180.0)
@@ -115,7 +115,7 @@ def test_columns_start_at_the_seam(solver) -> None:
     ],
 )
 def test_bad_settings_raise_a_clear_error(kwargs: dict, message: str) -> None:
-    from neurips26.data.shallow_water import generate_shallow_water
+    from neurips26.methods.sprepe.shallow_water import generate_shallow_water
 
     with pytest.raises(ValueError, match=message):
         generate_shallow_water(**{"height": 16, "width": 32, "spinup_hours": 0.0, **kwargs})

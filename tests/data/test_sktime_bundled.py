@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neurips26.data import sktime_bundled
 from neurips26.data.fetch import DataNotFetched
-from neurips26.data.labelled_csv import read_labelled_csv
-from neurips26.data.state_benchmarks import MITDB_TRAIN_STEPS, make_benchmark
+from neurips26.methods.star import sktime_bundled
+from neurips26.methods.star.labelled_csv import read_labelled_csv
+from neurips26.methods.star.state_benchmarks import MITDB_TRAIN_STEPS, make_benchmark
 
 
 @pytest.fixture

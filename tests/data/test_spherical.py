@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neurips26.data.spherical import (
+from neurips26.methods.sprepe.spherical import (
     equiangular_grid,
     load_spherical_digits,
     placement_rotations,

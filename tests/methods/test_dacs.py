@@ -12,7 +12,6 @@ pytest.importorskip("cvxpy")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurips26.data.graph_shift import make_csbm_pair
 from neurips26.methods.dacs import DACSConfig, DACSTrainer, diagnose_shift
 from neurips26.methods.dacs import core as dacs_core
 from neurips26.methods.dacs.baselines import GDABaselineTrainer
@@ -24,6 +23,7 @@ from neurips26.methods.dacs.core import (
     ratio_qp_closed_form,
     solve_ratio_qp,
 )
+from neurips26.methods.dacs.graph_shift import make_csbm_pair
 from neurips26.methods.dacs.integration import DACS, build_network
 
 torch.set_num_threads(1)

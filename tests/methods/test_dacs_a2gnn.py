@@ -11,9 +11,9 @@ import torch
 
 pytest.importorskip("torch_geometric")
 
-from neurips26.data.graph_shift import make_csbm_pair
 from neurips26.methods.dacs import DACSConfig
 from neurips26.methods.dacs.baselines import GDABaselineTrainer, a2gnn_hops, asymmetric_propagate
+from neurips26.methods.dacs.graph_shift import make_csbm_pair
 from neurips26.methods.dacs.integration import build_network
 
 torch.set_num_threads(1)

@@ -10,7 +10,7 @@ pytest.importorskip("torch_geometric")
 
 from scipy import stats
 
-from neurips26.data.graph_shift import (
+from neurips26.methods.dacs.graph_shift import (
     CSBMShift,
     label_block_matrix,
     make_csbm_pair,
@@ -159,7 +159,7 @@ def test_bad_generator_input_names_the_argument(kwargs, name):
 
 
 def test_digits_pair_knobs_are_separate():
-    from neurips26.data.graph_shift import make_digits_pair
+    from neurips26.methods.dacs.graph_shift import make_digits_pair
 
     plain = make_digits_pair(seed=0, feature_shift=0.0, structure_shift=0.0)
     fs_only = make_digits_pair(seed=0, feature_shift=0.5, structure_shift=0.0)

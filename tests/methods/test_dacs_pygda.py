@@ -10,16 +10,16 @@ import pytest
 import torch
 
 from neurips26.bench.experiment import NotApplicable, SilentProgress
-from neurips26.data.graph_shift import make_csbm_pair
-from neurips26.data.pygda_format import (
+from neurips26.methods.dacs import DACSConfig, DACSTrainer
+from neurips26.methods.dacs.experiment import EXPERIMENT, K_SWEEP
+from neurips26.methods.dacs.graph_shift import make_csbm_pair
+from neurips26.methods.dacs.pygda_format import (
     TWITCH_DIM,
     PyGDAFilesMissing,
     degree_features,
     load_pygda_graph,
     load_pygda_pair,
 )
-from neurips26.methods.dacs import DACSConfig, DACSTrainer
-from neurips26.methods.dacs.experiment import EXPERIMENT, K_SWEEP
 
 # ---------------------------------------------------------------------------------------------------------
 # fixtures in PyGDA's raw layout, written by us

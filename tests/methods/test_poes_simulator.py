@@ -169,8 +169,8 @@ def test_experiment_runs_every_system_with_finite_metrics() -> None:
 
 def test_experiment_tier2_runs_on_the_wordnet_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tier 2 through the experiment, with a bag-of-words stand-in for MiniLM (no model in unit tests)."""
-    from neurips26.data.wordnet_glosses import WORDNET_DIR
     from neurips26.methods.poes import tier2
+    from neurips26.methods.poes.wordnet_glosses import WORDNET_DIR
 
     if not (WORDNET_DIR / "data.noun").is_file():
         pytest.skip("wordnet-base not installed")

@@ -7,7 +7,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from neurips26.data.wordnet_glosses import WORDNET_DIR, read_noun_glosses, sample_glosses
 from neurips26.methods.poes.baselines import POESRoundScheduler, RandomMinibatch
 from neurips26.methods.poes.config import POESConfig
 from neurips26.methods.poes.tier2 import (
@@ -19,6 +18,7 @@ from neurips26.methods.poes.tier2 import (
     make_task,
     optimize,
 )
+from neurips26.methods.poes.wordnet_glosses import WORDNET_DIR, read_noun_glosses, sample_glosses
 
 pytestmark = pytest.mark.skipif(
     not (WORDNET_DIR / "data.noun").is_file(), reason="wordnet-base not installed"

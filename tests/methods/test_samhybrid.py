@@ -9,7 +9,6 @@ from torch import nn
 
 from neurips26.bench.experiment import SilentProgress
 from neurips26.core.config import apply_overrides
-from neurips26.data.dynamics import DAMPED_PENDULUM, make_splits
 from neurips26.methods.samhybrid import (
     HybridModel,
     SAMHybrid,
@@ -19,6 +18,7 @@ from neurips26.methods.samhybrid import (
     top_hessian_eigenvalue,
 )
 from neurips26.methods.samhybrid.baselines import AphynityPenalty, Recipe, make_optimizer
+from neurips26.methods.samhybrid.dynamics import DAMPED_PENDULUM, make_splits
 from neurips26.methods.samhybrid.experiment import (
     EXPERIMENT,
     SAMHybridExperimentConfig,

@@ -21,7 +21,7 @@ needs_minilm = pytest.mark.skipif(
 
 
 def _fonts() -> bool:
-    from neurips26.data.glyph_world import fonts_available
+    from neurips26.methods.sast.glyph_world import fonts_available
 
     return fonts_available()
 
@@ -31,7 +31,7 @@ needs_fonts = pytest.mark.skipif(not _fonts(), reason="needs Debian's fonts-deja
 
 @pytest.fixture(scope="module")
 def text_encoder():
-    from neurips26.zoo.miniclip import shared_text_encoder
+    from neurips26.methods.sast.miniclip import shared_text_encoder
 
     return shared_text_encoder()
 
@@ -40,7 +40,7 @@ def text_encoder():
 def test_miniclip_text_tower_equals_sentence_transformers_encode(text_encoder) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from neurips26.zoo.miniclip import minilm_path
+    from neurips26.methods.sast.miniclip import minilm_path
 
     captions = ['a photo of the number: "7".', "a red triangle", "a close-up texture of gravel.", "grass"]
     reference = SentenceTransformer(minilm_path(), device="cpu").encode(captions, convert_to_tensor=True)
@@ -51,7 +51,7 @@ def test_miniclip_text_tower_equals_sentence_transformers_encode(text_encoder) -
 
 
 def test_miniclip_backbone_follows_the_protocol_with_norm_affines() -> None:
-    from neurips26.zoo.miniclip import MiniCLIP
+    from neurips26.methods.sast.miniclip import MiniCLIP
 
     backbone = MiniCLIPBackbone(MiniCLIP())
     assert isinstance(backbone, VLMBackbone)
@@ -125,7 +125,7 @@ def test_importing_the_method_loads_no_torchvision() -> None:
 
 @needs_fonts
 def test_glyph_world_renders_captioned_images() -> None:
-    from neurips26.data.glyph_world import HELD_OUT_FONTS, all_concepts, render_corpus, train_fonts
+    from neurips26.methods.sast.glyph_world import HELD_OUT_FONTS, all_concepts, render_corpus, train_fonts
 
     images, _concepts, _index = render_corpus(40, seed=0)
     assert images.shape == (40, 3, 32, 32) and images.dtype == np.float32
@@ -142,7 +142,7 @@ def test_glyph_world_renders_captioned_images() -> None:
     ["digits", "digits_on_photos", "heldout_fonts", "shapes_clutter", "colours_tinted", "textures_real"],
 )
 def test_targets_are_balanced_images_in_range(name) -> None:
-    from neurips26.data.clip_targets import make_target
+    from neurips26.methods.sast.clip_targets import make_target
 
     data = make_target(name, 3, seed=1)
     n_classes = len(data.spec.class_names)
@@ -153,7 +153,7 @@ def test_targets_are_balanced_images_in_range(name) -> None:
 
 
 def test_target_bad_input() -> None:
-    from neurips26.data.clip_targets import make_target
+    from neurips26.methods.sast.clip_targets import make_target
 
     with pytest.raises(ValueError, match="target"):
         make_target("mnist", 3, 0)
@@ -163,9 +163,9 @@ def test_target_bad_input() -> None:
 
 @needs_minilm
 def test_committed_miniclip_is_zero_shot_above_chance_on_real_digits() -> None:
-    from neurips26.data.clip_targets import make_target
     from neurips26.methods.sast import ZeroShot
-    from neurips26.zoo.miniclip import CHECKPOINT_DIR
+    from neurips26.methods.sast.clip_targets import make_target
+    from neurips26.methods.sast.miniclip import CHECKPOINT_DIR
 
     if not (CHECKPOINT_DIR / "model.pt").is_file():
         pytest.skip("mini-clip checkpoint not built")

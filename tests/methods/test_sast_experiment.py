@@ -19,7 +19,7 @@ README = Path(__file__).parents[2] / "src/neurips26/methods/sast/README.md"
 
 
 def _checkpoint() -> bool:
-    from neurips26.zoo.miniclip import CHECKPOINT_DIR
+    from neurips26.methods.sast.miniclip import CHECKPOINT_DIR
 
     return (CHECKPOINT_DIR / "model.pt").is_file()
 

@@ -14,7 +14,7 @@ from neurips26.methods.semanticdialect.experiment import (
     SemanticDialectExperimentConfig,
 )
 from neurips26.methods.semanticdialect.integration import FormatConfig
-from neurips26.zoo.tiny_vdit import CHECKPOINT_DIR
+from neurips26.methods.semanticdialect.tiny_vdit import CHECKPOINT_DIR
 
 
 def test_every_claim_has_a_control_and_known_systems():

@@ -20,7 +20,7 @@ from neurips26.methods.semanticdialect import (
 )
 from neurips26.methods.semanticdialect import semantic as semantic_module
 from neurips26.methods.semanticdialect.semantic import patch_clusters
-from neurips26.zoo.tiny_vdit import TinyVDiT, TinyVDiTConfig
+from neurips26.methods.semanticdialect.tiny_vdit import TinyVDiT, TinyVDiTConfig
 
 HAS_TORCHAO = importlib.util.find_spec("torchao") is not None
 TINY = TinyVDiTConfig(frames=2, size=16, patch=4, dim=64, heads=2, blocks=1)  # 2 x 16 tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neurips26.data.fas_sensors import (
+from neurips26.methods.semfas.fas_sensors import (
     DOMAINS,
     GENERATOR_VERSION,
     MODALITIES,

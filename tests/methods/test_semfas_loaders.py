@@ -10,8 +10,8 @@ import torch
 from PIL import Image
 from torch import nn
 
-from neurips26.data.fas_sensors import render_domain
 from neurips26.methods.semfas import SEMFAS
+from neurips26.methods.semfas.fas_sensors import render_domain
 from neurips26.methods.semfas.loaders import casia_cefa, casia_surf, collate_modalities, padisi, wmca
 
 

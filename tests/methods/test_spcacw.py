@@ -10,7 +10,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurips26.data.federated import linear_federation
 from neurips26.methods.spcacw import (
     BiasEstimator,
     SPCACWConfig,
@@ -19,6 +18,7 @@ from neurips26.methods.spcacw import (
     within_client_variance,
 )
 from neurips26.methods.spcacw.core import solve_exact
+from neurips26.methods.spcacw.federated import linear_federation
 
 FORMS = ("squared", "linear")
 

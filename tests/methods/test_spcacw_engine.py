@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from neurips26.data.federated import digits_federation, linear_federation
 from neurips26.methods.spcacw import BiasEstimator, SPCACWConfig
 from neurips26.methods.spcacw.baselines import BASELINES, BaselineConfig, run_baseline
 from neurips26.methods.spcacw.engine import FlatMLP, Kernels, run_synthetic, run_weighted
+from neurips26.methods.spcacw.federated import digits_federation, linear_federation
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from neurips26.bench.experiment import NotApplicable
-from neurips26.data.fashion_mnist import DEBIAN_ROOT
 from neurips26.methods.spcacw.experiment import EXPERIMENT, SYSTEMS, SPCACWExperimentConfig
+from neurips26.methods.spcacw.fashion_mnist import DEBIAN_ROOT
 
 needs_data = pytest.mark.skipif(
     not (Path(DEBIAN_ROOT) / "train-labels-idx1-ubyte.gz").exists(),

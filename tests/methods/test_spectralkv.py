@@ -31,8 +31,8 @@ from neurips26.methods.spectralkv import (  # noqa: E402
 )
 from neurips26.methods.spectralkv.config import RANK_STRATEGIES  # noqa: E402
 from neurips26.methods.spectralkv.features import forced_token_mask  # noqa: E402
+from neurips26.methods.spectralkv.press_eval import compressed_prefill  # noqa: E402
 from neurips26.zoo.builders import tiny_deepseek_v3, tiny_llama  # noqa: E402
-from neurips26.zoo.press_eval import compressed_prefill  # noqa: E402
 
 README = Path(__file__).parents[2] / "src/neurips26/methods/spectralkv/README.md"
 

@@ -10,8 +10,8 @@ import torch
 pytest.importorskip("kvpress")
 
 from neurips26.methods.spectralkv.evaluation import decode_continuation, repeated_text_batch
+from neurips26.methods.spectralkv.press_eval import cache_bytes, compressed_prefill, text_batch
 from neurips26.zoo.builders import tiny_llama
-from neurips26.zoo.press_eval import cache_bytes, compressed_prefill, text_batch
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,8 @@ from neurips26.methods.spectralkv import (
 )
 from neurips26.methods.spectralkv.config import SpectralKVConfig
 from neurips26.methods.spectralkv.features import forced_token_mask
+from neurips26.methods.spectralkv.press_eval import compressed_prefill
 from neurips26.zoo.builders import tiny_llama
-from neurips26.zoo.press_eval import compressed_prefill
 
 
 @pytest.fixture(scope="module")

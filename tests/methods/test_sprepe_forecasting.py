@@ -91,8 +91,8 @@ def test_weighted_rmse_matches_a_loop_and_acc_is_scale_invariant(seed: int, scal
 
 
 def test_grid_patch_centres_are_normalised_mean_unit_vectors() -> None:
-    from neurips26.data.spherical import equiangular_grid
     from neurips26.methods.sprepe.core import xyz_to_latlon
+    from neurips26.methods.sprepe.spherical import equiangular_grid
     from neurips26.methods.sprepe.vit import grid_patch_centres
 
     lat, lon = equiangular_grid(32, 64)

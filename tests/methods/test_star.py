@@ -15,7 +15,7 @@ from sklearn.base import clone
 from neurips26.methods.star import STARConfig, STARDetector, inject_star
 from neurips26.methods.star.baselines import BackboneDetector, FrozenReconstructor
 from neurips26.methods.star.core import ConditionalBottleneckLinear
-from neurips26.zoo.tsfm import TinyTSFM, TinyTSFMConfig
+from neurips26.methods.star.tsfm import TinyTSFM, TinyTSFMConfig
 
 torch.set_num_threads(1)
 SMALL = TinyTSFMConfig(d_model=16, n_heads=2, n_layers=1, d_ff=32, max_patches=16)
@@ -265,7 +265,7 @@ def test_state_dict_round_trip() -> None:
 
 
 def test_trainable_parameters_below_ten_percent_of_tiny_tsfm() -> None:
-    from neurips26.data.plant_sim import STATE_VOCABULARIES
+    from neurips26.methods.star.plant_sim import STATE_VOCABULARIES
 
     bb = TinyTSFM()
     n_backbone = sum(p.numel() for p in bb.parameters())

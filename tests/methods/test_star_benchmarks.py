@@ -13,18 +13,9 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from neurips26.bench.experiment import NotApplicable, SilentProgress
-from neurips26.data.aeon_bundled import aeon_data_dir, read_timeeval_csv, read_ts
 from neurips26.data.fetch import DataNotFetched
-from neurips26.data.plant_sim import PlantSimConfig, simulate_plant
-from neurips26.data.state_benchmarks import (
-    NO_STATES,
-    REAL_ANOMALIES,
-    SEMI_REAL,
-    STATELESS,
-    inject_numeric,
-    make_benchmark,
-)
 from neurips26.methods.star import STARConfig, STARDetector
+from neurips26.methods.star.aeon_bundled import aeon_data_dir, read_timeeval_csv, read_ts
 from neurips26.methods.star.baselines import PerStateDetector
 from neurips26.methods.star.experiment import (
     ABLATIONS,
@@ -34,7 +25,16 @@ from neurips26.methods.star.experiment import (
     STARExperimentConfig,
 )
 from neurips26.methods.star.metrics import point_adjusted_f1, range_pr_vus
-from neurips26.zoo.tsfm import load_tiny_tsfm
+from neurips26.methods.star.plant_sim import PlantSimConfig, simulate_plant
+from neurips26.methods.star.state_benchmarks import (
+    NO_STATES,
+    REAL_ANOMALIES,
+    SEMI_REAL,
+    STATELESS,
+    inject_numeric,
+    make_benchmark,
+)
+from neurips26.methods.star.tsfm import load_tiny_tsfm
 
 torch.set_num_threads(1)
 

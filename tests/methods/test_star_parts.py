@@ -9,15 +9,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurips26.data.plant_sim import (
+from neurips26.methods.star.metrics import range_pr_auc, range_pr_vus, soft_labels
+from neurips26.methods.star.plant_sim import (
     FAMILIES,
     NUMERIC_CHANNELS,
     PlantSimConfig,
     mass_balance_residual,
     simulate_plant,
 )
-from neurips26.methods.star.metrics import range_pr_auc, range_pr_vus, soft_labels
-from neurips26.zoo.tsfm import (
+from neurips26.methods.star.tsfm import (
     TinyTSFM,
     TinyTSFMConfig,
     TSBackbone,
@@ -202,7 +202,7 @@ def test_pretraining_smoke_learns_beyond_the_mean() -> None:
 def test_committed_checkpoint_loads_frozen_and_matches_its_card() -> None:
     import json
 
-    from neurips26.zoo.tsfm import CHECKPOINT_DIR
+    from neurips26.methods.star.tsfm import CHECKPOINT_DIR
 
     model = load_tiny_tsfm()
     assert not any(p.requires_grad for p in model.parameters())
@@ -224,7 +224,7 @@ def test_star_injects_into_patchtst_and_starts_from_it_exactly() -> None:
     import copy
 
     from neurips26.methods.star import STARConfig, inject_star
-    from neurips26.zoo.patchtst_backbone import PatchTSTBackbone
+    from neurips26.methods.star.patchtst_backbone import PatchTSTBackbone
 
     backbone = PatchTSTBackbone.small(context_length=32)
     assert isinstance(backbone, TSBackbone)

@@ -12,14 +12,14 @@ pytest.importorskip("transformers")
 
 from neurips26.bench.experiment import SilentProgress
 from neurips26.methods.star.experiment import EXPERIMENT
-from neurips26.zoo.patchtst_backbone import PatchTSTBackbone
-from neurips26.zoo.tiny_patchtst import (
+from neurips26.methods.star.patchtst_backbone import PatchTSTBackbone
+from neurips26.methods.star.tiny_patchtst import (
     CHECKPOINT_DIR,
     PatchTSTPretrainConfig,
     load_tiny_patchtst,
     pretrain_tiny_patchtst,
 )
-from neurips26.zoo.tsfm import TSBackbone, evaluate_masked_reconstruction, generic_corpus
+from neurips26.methods.star.tsfm import TSBackbone, evaluate_masked_reconstruction, generic_corpus
 
 torch.set_num_threads(1)
 

@@ -8,8 +8,8 @@ import torch
 
 pytest.importorskip("kvpress")
 
+from neurips26.methods.spectralkv.press_eval import cache_bytes, compressed_prefill, kept_mask, text_batch
 from neurips26.zoo.builders import tiny_llama
-from neurips26.zoo.press_eval import cache_bytes, compressed_prefill, kept_mask, text_batch
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from neurips26.data.federated import ClientData, digits_federation
 from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.engine import FlatMLP
+from neurips26.methods.spcacw.federated import ClientData, digits_federation
 from neurips26.methods.spcacw.integration import SPCACWStrategy, make_client_app
 
 try:

@@ -13,7 +13,7 @@ fused fast path calls their weights directly and would bypass any injected adapt
 
 Reproduce the checkpoint::
 
-    python -m neurips26.zoo.tsfm train      # ~3 minutes on 2 cores, writes checkpoints/tiny-tsfm/
+    python -m neurips26.methods.star.tsfm train      # ~3 minutes on 2 cores, writes checkpoints/tiny-tsfm/
 """
 
 from __future__ import annotations
@@ -345,7 +345,7 @@ def load_tiny_tsfm(directory: Path | str = CHECKPOINT_DIR) -> TinyTSFM:
     if not weights.is_file() or not config_file.is_file():
         raise FileNotFoundError(
             f"tiny-tsfm checkpoint missing in {directory}: "
-            "rebuild it with `python -m neurips26.zoo.tsfm train`"
+            "rebuild it with `python -m neurips26.methods.star.tsfm train`"
         )
     model = TinyTSFM(TinyTSFMConfig(**json.loads(config_file.read_text())))
     model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
@@ -356,7 +356,9 @@ def load_tiny_tsfm(directory: Path | str = CHECKPOINT_DIR) -> TinyTSFM:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m neurips26.zoo.tsfm", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m neurips26.methods.star.tsfm", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="pretrain tiny-tsfm and write its checkpoint")
     train.add_argument("--steps", type=int, default=TSFMPretrainConfig.steps)

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from neurips26.core.validation import check_int, check_positive
-from neurips26.data.federated import ClientData
 from neurips26.data.fetch import SHAKESPEARE, fetched_dir
+from neurips26.methods.spcacw.federated import ClientData
 
 #: The model's alphabet: printable ASCII without the rare whitespace; index 0 is "any other character".
 ALPHABET = "\0" + "".join(c for c in string.printable if c not in "\t\r\x0b\x0c")

@@ -1,7 +1,7 @@
 """Six shifted target domains for CLIP self-training (the offline analogue of FRAMED, issue #27).
 
 Each target is a zero-shot classification task with its own class names and prompt templates (not the
-pretraining captions of :mod:`neurips26.data.glyph_world`):
+pretraining captions of :mod:`neurips26.methods.sast.glyph_world`):
 
 1. ``digits``: the real sklearn handwritten digits (1,797 8 x 8 scans; FRAMED's MNIST), upsampled;
 2. ``digits_on_photos``: font digits over crops of skimage's real brick/grass/gravel/Hubble photos;
@@ -12,7 +12,7 @@ pretraining captions of :mod:`neurips26.data.glyph_world`):
 
 ``difficulty`` (one knob per target, in [0, 1]) was calibrated once on the committed MiniCLIP before any
 SAST tuning so that zero-shot top-1 lies in 25-70 %, then frozen in the committed
-``zoo/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast_calibrate.py`` wrote it; the table is in
+``methods/sast/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast_calibrate.py`` wrote it; the table is in
 the method README).
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.data.glyph_world import (
+from neurips26.methods.sast.glyph_world import (
     COLOURS,
     HELD_OUT_FONTS,
     IMAGE_SIZE,

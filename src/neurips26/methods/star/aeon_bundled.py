@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from neurips26.data.fetch import AEON, fetched_dir
-from neurips26.data.labelled_csv import read_labelled_csv
+from neurips26.methods.star.labelled_csv import read_labelled_csv
 
 __all__ = [
     "aeon_data_dir",

@@ -10,7 +10,7 @@ hyperdiffusion). What is ours:
   to random vorticity), so trajectories are dominated by slow Rossby dynamics instead of the gravity-wave
   noise of the solver's own unbalanced ``random_initial_condition``;
 - a spin-up, a fixed snapshot interval, the Gauss-Legendre grid rolled so that its columns start at
-  longitude -180 (the array edge is the +-180 seam, as in ``neurips26.data.spherical``);
+  longitude -180 (the array edge is the +-180 seam, as in ``neurips26.methods.sprepe.spherical``);
 - a disk cache keyed by every setting (``NEURIPS26_CACHE`` or ``~/.cache/neurips26``), so a data set is
   generated once and is a pure function of its settings.
 """

@@ -15,7 +15,7 @@ features of the quality metrics (a Frechet distance on its features stands in fo
 
 Reproduce the committed checkpoint (one core)::
 
-    python -m neurips26.zoo.tiny_vdit train
+    python -m neurips26.methods.semanticdialect.tiny_vdit train
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class TinyVDiTConfig:
     dim: int = 96  # issue: 128-192; shrunk to fit ~12 core-minutes of training on one core
     heads: int = 3  # head dim 32 = one quantization block along the QK^T reduction
     blocks: int = 3  # issue: 4-6; shrunk for the same reason
-    n_labels: int = 40  # digit class x direction quadrant (neurips26.data.moving_digits)
+    n_labels: int = 40  # digit class x direction quadrant (neurips26.methods.semanticdialect.moving_digits)
 
     @property
     def tokens_per_frame(self) -> int:
@@ -206,7 +206,7 @@ def train_tiny_vdit(
     config: TinyVDiTConfig = TinyVDiTConfig(),
 ) -> dict:
     """Train ``tiny-vdit`` and its classifier on seeded moving digits; write weights, log and card."""
-    from neurips26.data.moving_digits import make_moving_digits
+    from neurips26.methods.semanticdialect.moving_digits import make_moving_digits
 
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -266,7 +266,7 @@ def write_model_card(out: Path = CHECKPOINT_DIR) -> str:
     card = f"""# tiny-vdit
 
 A latent-free video DiT trained here on moving digits (no video DiT weights can be fetched offline). Code:
-`src/neurips26/zoo/tiny_vdit.py`. Used by SemanticDialect (`neurips26.methods.semanticdialect`).
+`src/neurips26/methods/semanticdialect/tiny_vdit.py`. Used by SemanticDialect (`neurips26.methods.semanticdialect`).
 
 | | |
 |---|---|
@@ -279,7 +279,7 @@ DiT final layer |
 | parameters | {log["n_parameters"]:,} |
 | objective | rectified flow (velocity eps - x0), logit-normal t; sampling: diffusers \
 `FlowMatchEulerDiscreteScheduler` |
-| data | {recipe["n_videos"]} moving-digit videos, seed {recipe["seed"]} (`neurips26.data.moving_digits`) |
+| data | {recipe["n_videos"]} moving-digit videos, seed {recipe["seed"]} (`neurips26.methods.semanticdialect.moving_digits`) |
 | training | {recipe["steps"]} AdamW steps, batch {recipe["batch"]}, one-cycle lr {recipe["lr"]}; \
 {log["dit_train_seconds"]:.0f} s on one core of a shared 2-core machine; loss {first:.3f} -> {last:.3f} |
 | classifier | 3-D conv (16-32-64 channels, max-pooled per frame), {recipe["classifier_steps"]} AdamW \
@@ -305,8 +305,8 @@ digit, so even the classifier's ceiling on real videos is below 1.
 ## Reproduce
 
 ```bash
-python -m neurips26.zoo.tiny_vdit train              # DiT + classifier (~12 minutes on one core)
-python -m neurips26.zoo.tiny_vdit train-classifier   # the classifier only (~4 minutes)
+python -m neurips26.methods.semanticdialect.tiny_vdit train              # DiT + classifier (~12 minutes on one core)
+python -m neurips26.methods.semanticdialect.tiny_vdit train-classifier   # the classifier only (~4 minutes)
 ```
 """
     (out / "MODEL_CARD.md").write_text(card)
@@ -322,7 +322,7 @@ def train_classifier(
     config: TinyVDiTConfig = TinyVDiTConfig(),
 ) -> tuple[VideoClassifier, float]:
     """Train the 3-D conv classifier (primary digit class) on seeded moving digits; returns it and seconds."""
-    from neurips26.data.moving_digits import make_moving_digits
+    from neurips26.methods.semanticdialect.moving_digits import make_moving_digits
 
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1)
@@ -358,7 +358,7 @@ def evaluate_tiny_vdit(
     model: TinyVDiT, classifier: VideoClassifier, config: TinyVDiTConfig, n: int = 32, steps: int = 25
 ) -> dict[str, float]:
     """Held-out classifier accuracy on real videos and on class-conditional samples (seed 10,000)."""
-    from neurips26.data.moving_digits import make_moving_digits
+    from neurips26.methods.semanticdialect.moving_digits import make_moving_digits
 
     model.eval()
     classifier.eval()
@@ -381,7 +381,7 @@ def evaluate_tiny_vdit(
 def _load_dit(path: Path) -> TinyVDiT:
     if not (path / "model.pt").exists():
         raise FileNotFoundError(
-            f"no tiny-vdit checkpoint at {path}; train it with `python -m neurips26.zoo.tiny_vdit train`"
+            f"no tiny-vdit checkpoint at {path}; train it with `python -m neurips26.methods.semanticdialect.tiny_vdit train`"
         )
     config = TinyVDiTConfig(**json.loads((path / "config.json").read_text()))
     model = TinyVDiT(config)
@@ -399,7 +399,7 @@ def load_tiny_vdit(path: str | Path = CHECKPOINT_DIR) -> tuple[TinyVDiT, VideoCl
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m neurips26.zoo.tiny_vdit")
+    parser = argparse.ArgumentParser(prog="python -m neurips26.methods.semanticdialect.tiny_vdit")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train tiny-vdit + classifier, write checkpoints/tiny-vdit/")
     train.add_argument("--steps", type=int, default=700)

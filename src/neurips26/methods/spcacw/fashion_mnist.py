@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from neurips26.core.validation import check_int, check_positive
-from neurips26.data.federated import ClientData, target_and_peers
+from neurips26.methods.spcacw.federated import ClientData, target_and_peers
 
 DEBIAN_ROOT = "/usr/share/datasets/fashion-mnist"
 SPLITS = {"train": "train", "test": "t10k"}
@@ -100,7 +100,7 @@ def fmnist_federation(
 
     Client 0 (the target) draws ``target_samples`` training images from its own Dirichlet label
     distribution; the other clients split the rest of the 60,000 per class with Dirichlet shares (as
-    :func:`neurips26.data.federated.digits_federation` does, with no concept shift: one concept). Every
+    :func:`neurips26.methods.spcacw.federated.digits_federation` does, with no concept shift: one concept). Every
     client is scored on the official test set (the first ``n_test`` images if given) weighted by its label
     distribution. The test images are one shared tensor viewed once per client (no copy).
     """

@@ -17,7 +17,7 @@ numeric anomalies. ``mitdb`` (star's ``real`` profile only) is sktime's MIT-BIH 
 3,000 steps (about 10 beats, all normal) train, the remaining 4,500 steps with the one labelled 352-step
 anomaly test; the same for every seed.
 
-Family ids follow ``neurips26.data.plant_sim.FAMILIES`` (1 numeric, 2 state-conditional).
+Family ids follow ``neurips26.methods.star.plant_sim.FAMILIES`` (1 numeric, 2 state-conditional).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neurips26.data.aeon_bundled import (
+from neurips26.methods.star.aeon_bundled import (
     load_basic_motions,
     load_daphnet_s06r02e0,
     load_japanese_vowels,
     load_kdd_tsad_135,
 )
-from neurips26.data.sktime_bundled import load_mitdb
+from neurips26.methods.star.sktime_bundled import load_mitdb
 
 __all__ = [
     "MITDB_TRAIN_STEPS",

@@ -1,10 +1,10 @@
 """``tiny-patchtst``: transformers' ``PatchTSTForPretraining`` (small) pretrained like ``tiny-tsfm``.
 
-Same corpus (:func:`neurips26.zoo.tsfm.generic_corpus`), same objective (masked patch reconstruction, MSE
+Same corpus (:func:`neurips26.methods.star.tsfm.generic_corpus`), same objective (masked patch reconstruction, MSE
 on the masked patches, 30% masked) and the same held-out evaluation as ``tiny-tsfm``, so the two backbones
 differ in architecture only (PatchTST masks by zeroing patch values, has no learned mask token, and its
 positional table fixes the window at ``context_length`` = 64 steps, STAR's window). Checkpoint and card in
-``zoo/checkpoints/tiny-patchtst``; rebuild with ``python -m neurips26.zoo.tiny_patchtst train``.
+``methods/star/checkpoints/tiny-patchtst``; rebuild with ``python -m neurips26.methods.star.tiny_patchtst train``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from neurips26.zoo.patchtst_backbone import PatchTSTBackbone
-from neurips26.zoo.tsfm import masked_pretraining
+from neurips26.methods.star.patchtst_backbone import PatchTSTBackbone
+from neurips26.methods.star.tsfm import masked_pretraining
 
 __all__ = ["PatchTSTPretrainConfig", "load_tiny_patchtst", "pretrain_tiny_patchtst", "save_tiny_patchtst"]
 
@@ -68,7 +68,7 @@ def load_tiny_patchtst(directory: Path | str = CHECKPOINT_DIR) -> PatchTSTBackbo
     if not weights.is_file() or not config_file.is_file():
         raise FileNotFoundError(
             f"tiny-patchtst checkpoint missing in {directory}: "
-            "rebuild it with `python -m neurips26.zoo.tiny_patchtst train`"
+            "rebuild it with `python -m neurips26.methods.star.tiny_patchtst train`"
         )
     model = PatchTSTForPretraining(PatchTSTConfig.from_dict(json.loads(config_file.read_text())))
     model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
@@ -80,7 +80,7 @@ def load_tiny_patchtst(directory: Path | str = CHECKPOINT_DIR) -> PatchTSTBackbo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m neurips26.zoo.tiny_patchtst", description=__doc__.splitlines()[0]
+        prog="python -m neurips26.methods.star.tiny_patchtst", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="pretrain tiny-patchtst and write its checkpoint")

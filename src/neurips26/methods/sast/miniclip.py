@@ -10,9 +10,9 @@ No CLIP weights exist on the project's machines. MiniCLIP keeps CLIP's recipe at
 - **loss**: symmetric InfoNCE (CLIP, Radford et al. 2021) with multi-positive targets (images of the same
   concept in a batch are positives), learned temperature.
 
-It is trained on :mod:`neurips26.data.glyph_world` (font-rendered digits and letters, coloured shapes,
+It is trained on :mod:`neurips26.methods.sast.glyph_world` (font-rendered digits and letters, coloured shapes,
 procedural textures, templated captions) and committed under ``checkpoints/mini-clip/`` with a card.
-Rebuild it with ``neurips26 zoo train mini-clip`` or ``python -m neurips26.zoo.miniclip train``.
+Rebuild it with ``neurips26 zoo train mini-clip`` or ``python -m neurips26.methods.sast.miniclip train``.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def train_miniclip(
     config: MiniCLIPTrainConfig | None = None, log: Any = print, model_config: MiniCLIPConfig | None = None
 ) -> tuple[MiniCLIP, dict]:
     """Pretrain MiniCLIP on the glyph world; deterministic for a seed with one torch thread."""
-    from neurips26.data.glyph_world import render_corpus
+    from neurips26.methods.sast.glyph_world import render_corpus
 
     config = config or MiniCLIPTrainConfig()
     torch.manual_seed(config.seed)
@@ -327,7 +327,7 @@ def load_miniclip(directory: Path | str = CHECKPOINT_DIR) -> MiniCLIP:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m neurips26.zoo.miniclip", description=__doc__.splitlines()[0]
+        prog="python -m neurips26.methods.sast.miniclip", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="pretrain mini-clip and write its checkpoint")
