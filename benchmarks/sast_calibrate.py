@@ -2,7 +2,8 @@
 
 Run before any SAST tuning. Writes the table and the chosen levels (the easiest level whose zero-shot
 accuracy is within 25-70 % and at least 1.5x chance) to the committed
-``src/neurips26/methods/sast/checkpoints/mini-clip/calibration.json``, which ``make_target`` reads; prints Markdown.
+``src/neurips26/methods/sast/checkpoints/mini-clip/calibration.json``, which ``make_target`` reads;
+prints Markdown.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/sast_calibrate.py
 """

@@ -1,6 +1,7 @@
 """The DACS experiment: does dual (stage-aware) alignment beat single-stage GDA under coupled shift?
 
-Data: the CSBM pair of :mod:`neurips26.methods.dacs.graph_shift` in seven settings (none, FS-only, FCSS-only with
+Data: the CSBM pair of :mod:`neurips26.methods.dacs.graph_shift` in seven settings (none, FS-only,
+FCSS-only with
 a sub-cluster or a continuous-score structure factor, FS+FCSS coupled in both modes, coupled + label
 shift), parameters fixed below before the first DACS result. Every system trains the same network
 (MLP encoder, 2 GCN layers) with the same optimiser and epochs, and every system's checkpoint is picked by

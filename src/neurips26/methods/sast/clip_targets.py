@@ -12,7 +12,8 @@ pretraining captions of :mod:`neurips26.methods.sast.glyph_world`):
 
 ``difficulty`` (one knob per target, in [0, 1]) was calibrated once on the committed MiniCLIP before any
 SAST tuning so that zero-shot top-1 lies in 25-70 %, then frozen in the committed
-``methods/sast/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast_calibrate.py`` wrote it; the table is in
+``methods/sast/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast_calibrate.py`` wrote it; the
+table is in
 the method README).
 """
 

@@ -64,7 +64,8 @@ COLOURS: dict[str, tuple[int, int, int]] = {
 SHAPES = ("circle", "square", "triangle", "star", "cross", "hexagon")
 TEXTURES = ("brick", "grass", "gravel", "text", "stripes", "dots", "checkerboard")
 
-# captions of the pretraining corpus; the targets use other templates (see neurips26.methods.sast.clip_targets)
+# captions of the pretraining corpus; the targets use other templates (see
+# neurips26.methods.sast.clip_targets)
 _TEMPLATES = {
     "digit": (
         "a photo of the number {word}",

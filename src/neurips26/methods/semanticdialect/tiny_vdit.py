@@ -266,7 +266,8 @@ def write_model_card(out: Path = CHECKPOINT_DIR) -> str:
     card = f"""# tiny-vdit
 
 A latent-free video DiT trained here on moving digits (no video DiT weights can be fetched offline). Code:
-`src/neurips26/methods/semanticdialect/tiny_vdit.py`. Used by SemanticDialect (`neurips26.methods.semanticdialect`).
+`src/neurips26/methods/semanticdialect/tiny_vdit.py`. Used by SemanticDialect
+(`neurips26.methods.semanticdialect`).
 
 | | |
 |---|---|
@@ -279,7 +280,8 @@ DiT final layer |
 | parameters | {log["n_parameters"]:,} |
 | objective | rectified flow (velocity eps - x0), logit-normal t; sampling: diffusers \
 `FlowMatchEulerDiscreteScheduler` |
-| data | {recipe["n_videos"]} moving-digit videos, seed {recipe["seed"]} (`neurips26.methods.semanticdialect.moving_digits`) |
+| data | {recipe["n_videos"]} moving-digit videos, seed {recipe["seed"]} (`moving_digits.py` beside the
+model's code) |
 | training | {recipe["steps"]} AdamW steps, batch {recipe["batch"]}, one-cycle lr {recipe["lr"]}; \
 {log["dit_train_seconds"]:.0f} s on one core of a shared 2-core machine; loss {first:.3f} -> {last:.3f} |
 | classifier | 3-D conv (16-32-64 channels, max-pooled per frame), {recipe["classifier_steps"]} AdamW \
@@ -305,8 +307,8 @@ digit, so even the classifier's ceiling on real videos is below 1.
 ## Reproduce
 
 ```bash
-python -m neurips26.methods.semanticdialect.tiny_vdit train              # DiT + classifier (~12 minutes on one core)
-python -m neurips26.methods.semanticdialect.tiny_vdit train-classifier   # the classifier only (~4 minutes)
+python -m neurips26.methods.semanticdialect.tiny_vdit train             # DiT + classifier (~12 min, 1 core)
+python -m neurips26.methods.semanticdialect.tiny_vdit train-classifier  # the classifier only (~4 minutes)
 ```
 """
     (out / "MODEL_CARD.md").write_text(card)
@@ -381,7 +383,8 @@ def evaluate_tiny_vdit(
 def _load_dit(path: Path) -> TinyVDiT:
     if not (path / "model.pt").exists():
         raise FileNotFoundError(
-            f"no tiny-vdit checkpoint at {path}; train it with `python -m neurips26.methods.semanticdialect.tiny_vdit train`"
+            f"no tiny-vdit checkpoint at {path}; train it with "
+            "`python -m neurips26.methods.semanticdialect.tiny_vdit train`"
         )
     config = TinyVDiTConfig(**json.loads((path / "config.json").read_text()))
     model = TinyVDiT(config)

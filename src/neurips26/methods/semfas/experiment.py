@@ -1,4 +1,5 @@
-"""The SEM-FAS experiment on the frozen synthetic multi-sensor generator (``neurips26.methods.semfas.fas_sensors``).
+"""The SEM-FAS experiment on the frozen synthetic multi-sensor generator
+(``neurips26.methods.semfas.fas_sensors``).
 
 Protocols (MMDG's, on the four synthetic sensor domains C/P/S/W):
 - P1: leave one domain out (4 tasks: train on three domains, test on the fourth);

@@ -100,7 +100,8 @@ def fmnist_federation(
 
     Client 0 (the target) draws ``target_samples`` training images from its own Dirichlet label
     distribution; the other clients split the rest of the 60,000 per class with Dirichlet shares (as
-    :func:`neurips26.methods.spcacw.federated.digits_federation` does, with no concept shift: one concept). Every
+    :func:`neurips26.methods.spcacw.federated.digits_federation` does, with no concept shift: one
+    concept). Every
     client is scored on the official test set (the first ``n_test`` images if given) weighted by its label
     distribution. The test images are one shared tensor viewed once per client (no copy).
     """

@@ -2,7 +2,8 @@
 
 The experiment's existing fields drive it (no new config field, so the default config's hash is
 unchanged): ``n_clients``, ``dirichlet``, ``target_samples``, ``hidden`` and ``n_targets``. The idx files
-are read from :data:`neurips26.methods.spcacw.fashion_mnist.DEBIAN_ROOT`; a missing install raises an error naming
+are read from :data:`neurips26.methods.spcacw.fashion_mnist.DEBIAN_ROOT`; a missing install raises an
+error naming
 ``apt-get install dataset-fashion-mnist``.
 """
 

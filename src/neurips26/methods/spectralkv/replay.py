@@ -11,7 +11,8 @@ presses (and keep ratios) on the same data therefore needs the forward pass once
 * :func:`replay_press` rebuilds a fresh cache layer by layer from the capture and calls the press's own
   ``forward_hook`` after each layer, as ``with press(model): model(ids, past_key_values=cache)`` does. The
   result is a :class:`~neurips26.methods.spectralkv.press_eval.CompressedPrefill` equal to
-  :func:`~neurips26.methods.spectralkv.press_eval.compressed_prefill`'s (tested against it press by press), including
+  :func:`~neurips26.methods.spectralkv.press_eval.compressed_prefill`'s (tested against it press by
+  press), including
   the peak cache bytes (measured after each layer is written and before its press runs).
 
 Presses that need the attention matrix (H2O's ``ObservedAttentionPress``) get it computed from the

@@ -6,7 +6,8 @@ seed); B, ``basic_motions`` and ``japanese_vowels`` (aeon's bundled instances co
 speaker as the state; wrong-declared-state segments and injected numeric anomalies); C, ``daphnet`` and
 ``kdd135`` (no states); the ``real`` profile's sanity check, ``kdd135`` and ``mitdb`` (sktime's MIT-BIH
 ECG excerpt): real labelled anomalies, no states. B, C and ``mitdb`` come from
-``neurips26.methods.star.state_benchmarks``. Every backbone system uses the committed ``tiny-tsfm`` (frozen), the
+``neurips26.methods.star.state_benchmarks``. Every backbone system uses the committed ``tiny-tsfm``
+(frozen), the
 same windows, fine-tuning budget and scoring path. Systems that need states are not applicable without
 them. Metrics: VUS-PR (primary), range AUC-PR, AUC-ROC, VUS-PR per anomaly family present (the test points
 of the other families left out), point-adjusted F1 (secondary, with its caveat), the fine-tuning and

@@ -1,10 +1,12 @@
 """``tiny-patchtst``: transformers' ``PatchTSTForPretraining`` (small) pretrained like ``tiny-tsfm``.
 
-Same corpus (:func:`neurips26.methods.star.tsfm.generic_corpus`), same objective (masked patch reconstruction, MSE
+Same corpus (:func:`neurips26.methods.star.tsfm.generic_corpus`), same objective (masked patch
+reconstruction, MSE
 on the masked patches, 30% masked) and the same held-out evaluation as ``tiny-tsfm``, so the two backbones
 differ in architecture only (PatchTST masks by zeroing patch values, has no learned mask token, and its
 positional table fixes the window at ``context_length`` = 64 steps, STAR's window). Checkpoint and card in
-``methods/star/checkpoints/tiny-patchtst``; rebuild with ``python -m neurips26.methods.star.tiny_patchtst train``.
+``methods/star/checkpoints/tiny-patchtst``; rebuild with ``python -m neurips26.methods.star.tiny_patchtst
+train``.
 """
 
 from __future__ import annotations
