@@ -130,7 +130,7 @@ def test_readme_headroom_snippet_runs_on_the_published_result(tmp_path) -> None:
 
     from neurips26.testing.snippets import readme_snippets, run_snippet
 
-    published = Path(__file__).resolve().parents[2] / "results" / "poes" / "seeds10.json"
+    published = Path(__file__).resolve().parents[3] / "results" / "poes" / "seeds10.json"
     [snippet] = [s for s in readme_snippets("poes") if "headroom_analysis" in s.code]
     namespace = run_snippet(
         snippet,

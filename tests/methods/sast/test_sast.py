@@ -11,7 +11,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sast_toys import ToyBackbone, toy_task
 from torch.nn import functional as F
 
 from neurips26.methods.sast import (
@@ -28,6 +27,7 @@ from neurips26.methods.sast import (
     core,
 )
 from neurips26.methods.sast.trainer import SASTClassifier
+from tests.methods.sast_toys import ToyBackbone, toy_task
 
 torch.set_num_threads(1)
 TEMPLATES = ["a photo of {}."]

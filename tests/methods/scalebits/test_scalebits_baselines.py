@@ -8,7 +8,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scalebits_oracles import brute_force_knapsack, gptq_reference
 
 from neurips26.methods.scalebits import ScaleBitsLinear, UniformRTNConfig, quantize_
 from neurips26.methods.scalebits.baselines import (
@@ -28,6 +27,7 @@ from neurips26.methods.scalebits.hawq import hutchinson_traces, knapsack_allocat
 from neurips26.methods.scalebits.integration import apply_allocation, packed_report, select_linears
 from neurips26.testing.skips import requires_package
 from neurips26.zoo.builders import tiny_llama
+from tests.methods.scalebits_oracles import brute_force_knapsack, gptq_reference
 
 TILE, GROUP = (16, 32), 32
 
