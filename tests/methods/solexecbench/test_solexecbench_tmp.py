@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import Sandbox, SolExecBench, SolExecBenchConfig, load_problem
 from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH, private_tmp_policy
 from neurips26.methods.solexecbench.problem_set import build_problems
 from neurips26.methods.solexecbench.solutions import make_solution
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 # the probe reads a file by path, which the static check would not judge
 FAST = {**FAST_SETTINGS, "timeout_s": 60.0, "static_check": False}

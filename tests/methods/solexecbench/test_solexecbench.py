@@ -14,7 +14,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.methods.solexecbench_helpers import FAST
 
 from neurips26.methods.solexecbench import (
     Definition,
@@ -51,6 +50,7 @@ from neurips26.methods.solexecbench.solutions import (
     red_team_solution,
 )
 from neurips26.testing.contract import check_experiment_contract
+from tests.methods.solexecbench_helpers import FAST
 
 
 @pytest.fixture(scope="module")
@@ -419,7 +419,7 @@ def test_write_and_read_traces(tmp_path, bench, rmsnorm):
 
 
 def test_readme_snippet_runs():
-    text = (Path(__file__).parents[2] / "src/neurips26/methods/solexecbench/README.md").read_text()
+    text = (Path(__file__).parents[3] / "src/neurips26/methods/solexecbench/README.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     exec(compile(snippet, "README.md", "exec"), {})
 

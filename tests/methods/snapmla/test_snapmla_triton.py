@@ -31,7 +31,7 @@ triton = pytest.importorskip("triton")  # the kernel module imports without it; 
 # Triton 3.4-3.6's interpreter fails on numpy 2 ("only 0-dimensional arrays can be converted to Python
 # scalars"); 3.7.1, 3.8.0 and 3.9.0 were checked to work
 INTERPRETER_WORKS = tuple(int(part) for part in triton.__version__.split(".")[:2]) >= (3, 7)
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 # kernel vs reference: both use fp32 accumulators; they differ only in summation order and libm's exp,
 # which we measured at <= 2e-7 relative. 1e-5 leaves room for a rare flipped FP8 rounding of P.
 AGREEMENT = 1e-5

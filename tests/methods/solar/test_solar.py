@@ -36,7 +36,7 @@ from neurips26.methods.solar.rules import rule_matmul
 from neurips26.methods.solar.rules_attention import rule_sdpa
 
 torch.set_num_threads(1)
-README = Path(__file__).resolve().parents[2] / "src/neurips26/methods/solar/README.md"
+README = Path(__file__).resolve().parents[3] / "src/neurips26/methods/solar/README.md"
 
 
 class MatMul(nn.Module):

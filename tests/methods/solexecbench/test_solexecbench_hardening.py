@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 import torch
-from tests.methods.solexecbench_helpers import FAST
 
 from neurips26.methods.solar import HardwareSpec
 from neurips26.methods.solar.hardware import DEFAULT_TRIALS
@@ -24,6 +23,7 @@ from neurips26.methods.solexecbench import (
 from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH
 from neurips26.methods.solexecbench.harness import DEFAULT_TOLERANCE
 from neurips26.methods.solexecbench.solutions import make_solution, red_team_solution
+from tests.methods.solexecbench_helpers import FAST
 
 # the default before issue #33 (and upstream's): atol = rtol = 1e-2 on 99% of elements
 LEGACY_TOLERANCE = {

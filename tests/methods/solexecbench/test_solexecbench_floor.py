@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.methods import test_solexecbench as main_tests
-from tests.methods import test_solexecbench_isolation as isolation_tests
-from tests.methods import test_solexecbench_problems as problem_tests
 
 import neurips26.methods.solar.hardware as hardware
 from neurips26.methods.solar import HardwareSpec, load_hardware, save_hardware
 from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, load_problem_set
 from neurips26.methods.solexecbench.solutions import ladder_solution
+from tests.methods.solexecbench import test_solexecbench as main_tests
+from tests.methods.solexecbench import test_solexecbench_isolation as isolation_tests
+from tests.methods.solexecbench import test_solexecbench_problems as problem_tests
 
 LOADED_AT = "2026-12-04T20:33:33+00:00"
 

@@ -13,12 +13,12 @@ import json
 import re
 
 import pytest
-from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, load_problem, load_problem_set
 from neurips26.methods.solexecbench.config import PRIVATE_TMP_SWITCH
 from neurips26.methods.solexecbench.problem_set import build_problems
 from neurips26.methods.solexecbench.solutions import make_solution
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 FAST = {**FAST_SETTINGS, "timeout_s": 60.0, "static_check": False}
 POLICIES = ["namespace", "fallback"]

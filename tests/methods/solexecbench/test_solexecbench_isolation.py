@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import SolExecBench, SolExecBenchConfig, load_problem_set
 from neurips26.methods.solexecbench.solutions import LADDER, _function, ladder_solution, make_solution
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 FAST = {**FAST_SETTINGS, "static_check": False}  # the static check would reject these before they run
 KERNEL = "import torch\n\n\n" + _function("rmsnorm", LADDER["rmsnorm"]["fused"], "kernel") + "\n\n"

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 from neurips26.methods.solexecbench import (
     FormatError,
@@ -36,6 +35,7 @@ from neurips26.methods.solexecbench.gpu_solutions import cuda_solution, triton_s
 from neurips26.methods.solexecbench.harness import gpu_hardware_name
 from neurips26.methods.solexecbench.problem_set import build_problems
 from neurips26.methods.solexecbench.solutions import ladder_solution, make_solution, red_team_solution
+from tests.methods.solexecbench_helpers import FAST as FAST_SETTINGS
 
 FAST = {**FAST_SETTINGS, "min_reps": 3, "max_reps": 3, "timeout_s": 60.0}
 CUDA = torch.cuda.is_available()
@@ -271,7 +271,7 @@ def test_cupti_request_without_cupti_falls_back_to_events_and_says_so(monkeypatc
 # triton under the interpreter (CPU)
 # ---------------------------------------------------------------------------------------------------------
 
-try:  # Triton 3.4-3.6's interpreter fails on numpy 2 (see tests/methods/test_snapmla_triton.py)
+try:  # Triton 3.4-3.6's interpreter fails on numpy 2 (see tests/methods/snapmla/test_snapmla_triton.py)
     import triton
 
     INTERPRETER_WORKS = tuple(int(part) for part in triton.__version__.split(".")[:2]) >= (3, 7)
@@ -301,7 +301,7 @@ def test_triton_solution_runs_under_the_interpreter(bench, problem_name, axes):
 def test_readme_gpu_language_snippet_runs():
     import re
 
-    text = (Path(__file__).parents[2] / "src/neurips26/methods/solexecbench/README.md").read_text()
+    text = (Path(__file__).parents[3] / "src/neurips26/methods/solexecbench/README.md").read_text()
     snippet = re.findall(r"```python\n(.*?)```", text, re.S)[1]  # the GPU languages without a GPU
     assert "triton_solution" in snippet
     exec(compile(snippet, "README.md", "exec"), {})
