@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from diffusers.utils.torch_utils import randn_tensor
-from tests.methods.styleroute_helpers import images, tiny_pipeline
 
 from neurips26.methods.styleroute.guidance import (
     GuidanceBank,
@@ -34,6 +33,7 @@ from neurips26.methods.styleroute.router import (
     region_histograms,
     style_tile_histograms,
 )
+from tests.methods.styleroute_helpers import images, tiny_pipeline
 
 torch.set_num_threads(1)
 

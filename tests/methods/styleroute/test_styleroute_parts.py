@@ -7,6 +7,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from neurips26.methods.styleroute import RegionRouter, StyleRouteConfig
+from neurips26.methods.styleroute.attention import InjectionController, StyleRouteAttnProcessor
+from neurips26.methods.styleroute.guidance import GUIDANCE_BANK_SEED, GuidanceBank, project_conflicts
+from neurips26.methods.styleroute.metrics import EVAL_BANK_SEED, EvaluationBank, hypervolume_2d
+from neurips26.methods.styleroute.router import region_adjacency, region_means
 from tests.methods.styleroute_helpers import (
     half_structure_half_texture,
     images,
@@ -16,12 +22,6 @@ from tests.methods.styleroute_helpers import (
     tiny_pipeline,
     tiny_prior,
 )
-
-from neurips26.methods.styleroute import RegionRouter, StyleRouteConfig
-from neurips26.methods.styleroute.attention import InjectionController, StyleRouteAttnProcessor
-from neurips26.methods.styleroute.guidance import GUIDANCE_BANK_SEED, GuidanceBank, project_conflicts
-from neurips26.methods.styleroute.metrics import EVAL_BANK_SEED, EvaluationBank, hypervolume_2d
-from neurips26.methods.styleroute.router import region_adjacency, region_means
 
 torch.set_num_threads(1)
 
@@ -236,9 +236,8 @@ def test_bad_training_and_config_input() -> None:
 
 def test_pipeline_save_and_reload_keep_the_route_config_and_refuse_tensor_kwargs(tmp_path) -> None:
     """save_pretrained -> from_pretrained gives the same pipeline, not one with the default config."""
-    from tests.methods.styleroute_helpers import tiny_pipeline
-
     from neurips26.methods.styleroute import StyleRoutePipeline
+    from tests.methods.styleroute_helpers import tiny_pipeline
 
     pipe = tiny_pipeline(n_segments=7)
     pipe.unet_kwargs = {"class_labels": 1}

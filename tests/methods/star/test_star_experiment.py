@@ -12,7 +12,7 @@ from neurips26.bench.experiment import SilentProgress
 from neurips26.methods.star.experiment import EXPERIMENT, SYSTEMS, _shuffle_states, score_metrics
 
 torch.set_num_threads(1)
-README = Path(__file__).parents[2] / "src" / "neurips26" / "methods" / "star" / "README.md"
+README = Path(__file__).parents[3] / "src" / "neurips26" / "methods" / "star" / "README.md"
 
 
 def tiny_config(**overrides):

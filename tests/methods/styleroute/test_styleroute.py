@@ -7,12 +7,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.methods.styleroute_helpers import images, tiny_pipeline
 
 from neurips26.methods.styleroute import pipeline as pipeline_module
 from neurips26.methods.styleroute.guidance import GuidanceBank, style_loss
 from neurips26.methods.styleroute.pipeline import to_images, to_tensor
 from neurips26.methods.styleroute.sampler import sdedit
+from tests.methods.styleroute_helpers import images, tiny_pipeline
 
 torch.set_num_threads(1)
 OFF = {"use_guidance": False, "use_ilvr": False, "use_adain": False}

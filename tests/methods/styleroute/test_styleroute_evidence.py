@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 from diffusers.utils.torch_utils import randn_tensor
-from tests.methods.styleroute_helpers import images, tiny_pipeline
 
 from neurips26.methods.styleroute import RegionRouter
 from neurips26.methods.styleroute.data import load_content, load_style
@@ -14,6 +13,7 @@ from neurips26.methods.styleroute.guidance import adain
 from neurips26.methods.styleroute.pipeline import evidence_grid, to_grid, to_tensor, upsample
 from neurips26.methods.styleroute.sampler import ddim_denoise, ddim_invert
 from neurips26.methods.styleroute.training import load_prior, make_scheduler
+from tests.methods.styleroute_helpers import images, tiny_pipeline
 
 torch.set_num_threads(1)
 

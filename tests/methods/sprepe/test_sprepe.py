@@ -36,7 +36,7 @@ from neurips26.testing import requires_package
 from neurips26.testing.position_embedding import assert_certificate
 
 torch.set_num_threads(1)
-README = Path(__file__).parents[2] / "src" / "neurips26" / "methods" / "sprepe" / "README.md"
+README = Path(__file__).parents[3] / "src" / "neurips26" / "methods" / "sprepe" / "README.md"
 
 
 def unit(rng: np.random.Generator, *shape: int) -> torch.Tensor:

@@ -23,7 +23,7 @@ from flwr.serverapp.strategy import FedAvg  # noqa: E402
 from neurips26.methods.spcacw import SPCACWConfig, flower_app  # noqa: E402
 from neurips26.methods.spcacw.integration import SPCACWStrategy, make_client_app  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

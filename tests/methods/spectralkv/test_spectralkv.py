@@ -34,7 +34,7 @@ from neurips26.methods.spectralkv.features import forced_token_mask  # noqa: E40
 from neurips26.methods.spectralkv.press_eval import compressed_prefill  # noqa: E402
 from neurips26.zoo.builders import tiny_deepseek_v3, tiny_llama  # noqa: E402
 
-README = Path(__file__).parents[2] / "src/neurips26/methods/spectralkv/README.md"
+README = Path(__file__).parents[3] / "src/neurips26/methods/spectralkv/README.md"
 
 
 @pytest.fixture(scope="module")
