@@ -1,7 +1,8 @@
 """SnapMLA Triton decode kernel on a GPU: correctness vs the reference, then decode timings.
 
 Prepared for a device session and **not run yet**: no GPU was available when it was written. The kernel's
-numerics were checked only under Triton's interpreter on CPU (``tests/methods/test_snapmla_triton.py``).
+numerics were checked only under Triton's interpreter on CPU
+(``tests/methods/snapmla/test_snapmla_triton.py``).
 The script exits with a message when CUDA is absent. Usage::
 
     PYTHONPATH=src python benchmarks/gpu_check_snapmla_triton.py [--tokens 4096 8192 16384 32768]

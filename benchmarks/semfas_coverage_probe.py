@@ -1,6 +1,7 @@
 """Does SEM-FAS's coverage mismatch flag out-of-regime inputs? A toy probe over seeds and input families.
 
-Trains the small SEM-FAS of ``tests/methods/test_semfas_experiment.py`` (3 modalities x 6 features, d = 16,
+Trains the small SEM-FAS of ``tests/methods/semfas/test_semfas_experiment.py`` (3 modalities x 6
+features, d = 16,
 2 heads, POVM rank 4) on a separable toy task, with the coverage-mass regulariser (``coverage_weight`` 0.5)
 and without it (0.0) from the same initialisation, then prints per seed: test accuracy, the in-regime
 mean coverage mismatch Tr(rho E_perp), and for four out-of-regime input families the ratio of their mean
