@@ -1,7 +1,7 @@
 """ScaleBITS' GPTQ against llm-compressor's ``quantize_weight`` on one layer (skipped without the library).
 
 llm-compressor cannot be installed next to the project's pinned transformers; these run in the side venv of
-``benchmarks/scalebits_gptq_crosscheck.py`` (see its docstring) and take a few seconds.
+``benchmarks/scalebits/scalebits_gptq_crosscheck.py`` (see its docstring) and take a few seconds.
 """
 
 import pytest

@@ -76,7 +76,7 @@ def test_coverage_regulariser_pulls_in_regime_states_into_the_measured_subspace(
     coverage mass the same model leaves without it (measured 0.04-0.12 over seeds 0-5, so a 2x margin),
     at every one of three seeds; without the coverage element the score is identically zero and the
     ratio cannot hold. (The coverage mismatch does NOT reliably flag out-of-regime inputs: README,
-    "coverage element"; benchmarks/semfas_coverage_probe.py.)"""
+    "coverage element"; benchmarks/semfas/semfas_coverage_probe.py.)"""
     for seed in range(3 if use_coverage else 1):  # off, the score is zero by construction: one seed shows it
         regularised, accuracy = _trained_coverage_mass(seed, use_coverage, coverage_weight=0.5)
         plain, _ = _trained_coverage_mass(seed, use_coverage, coverage_weight=0.0)

@@ -166,7 +166,9 @@ def test_run_simulation_gives_the_engine_weights():  # ~35 s (Ray start-up): kep
 
 @pytest.mark.slow
 def test_loopback_deployment_gives_the_engine_weights(tmp_path):
-    spec = importlib.util.spec_from_file_location("spcacw_loopback", ROOT / "benchmarks/spcacw_loopback.py")
+    spec = importlib.util.spec_from_file_location(
+        "spcacw_loopback", ROOT / "benchmarks/spcacw/spcacw_loopback.py"
+    )
     loopback = importlib.util.module_from_spec(spec)
     sys.modules["spcacw_loopback"] = loopback
     spec.loader.exec_module(loopback)

@@ -451,7 +451,7 @@ EXPERIMENT = Experiment(
             systems=(*DEFAULT_SYSTEMS, "pa_both", "dacs_lw"),
         ),
         # accuracy vs shift strength, one knob at a time and jointly (the figure the issue asks for:
-        # benchmarks/dacs_strength.py draws it from the published JSON)
+        # benchmarks/dacs/dacs_strength.py draws it from the published JSON)
         "strength": Profile(
             "strength",
             budget_s=640,  # estimated: 80 (point, seed) pairs x ~8 s for these six systems, one worker

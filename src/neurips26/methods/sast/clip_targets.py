@@ -12,7 +12,7 @@ pretraining captions of :mod:`neurips26.methods.sast.glyph_world`):
 
 ``difficulty`` (one knob per target, in [0, 1]) was calibrated once on the committed MiniCLIP before any
 SAST tuning so that zero-shot top-1 lies in 25-70 %, then frozen in the committed
-``methods/sast/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast_calibrate.py`` wrote it; the
+``methods/sast/checkpoints/mini-clip/calibration.json`` (``benchmarks/sast/sast_calibrate.py`` wrote it; the
 table is in
 the method README).
 """
@@ -105,7 +105,7 @@ CALIBRATION_FILE = (
 
 def calibrated_levels() -> dict[str, float]:
     """The frozen difficulty per target: the ``chosen`` levels of the one calibration pass on the committed
-    MiniCLIP (``benchmarks/sast_calibrate.py``), 0.5 for a target the file does not list."""
+    MiniCLIP (``benchmarks/sast/sast_calibrate.py``), 0.5 for a target the file does not list."""
     levels = {name: 0.5 for name in TARGETS}
     if CALIBRATION_FILE.is_file():
         table = json.loads(CALIBRATION_FILE.read_text())
