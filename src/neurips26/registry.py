@@ -368,4 +368,5 @@ TOOLS: dict[str, tuple[str, str]] = {
     "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> verdicts and CUDA: analyze, translate, train"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
     "data": ("neurips26.data.cli", "the data sets some profiles need downloaded: list, fetch NAME"),
+    "new": ("neurips26.scaffold", "write the skeleton of a new method and register it: new SLUG"),
 }
