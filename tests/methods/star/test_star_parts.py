@@ -212,7 +212,7 @@ def test_committed_checkpoint_loads_frozen_and_matches_its_card() -> None:
     assert ev["masked_mse"] < ev["interpolation_mse"] < ev["mean_predictor_mse"]
     card = (CHECKPOINT_DIR / "MODEL_CARD.md").read_text()
     assert f"{ev['masked_mse']:.3f}" in card
-    with pytest.raises(FileNotFoundError, match=r"python -m neurips26\.zoo\.tsfm train"):
+    with pytest.raises(FileNotFoundError, match=r"python -m neurips26\.methods\.star\.tsfm train"):
         load_tiny_tsfm(CHECKPOINT_DIR / "missing")
 
 

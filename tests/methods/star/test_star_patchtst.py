@@ -45,7 +45,7 @@ def test_committed_patchtst_checkpoint_loads_frozen_and_matches_its_card() -> No
     ev = log["evaluation"]
     assert ev["masked_mse"] < ev["interpolation_mse"] < ev["mean_predictor_mse"]
     assert f"{ev['masked_mse']:.3f}" in (CHECKPOINT_DIR / "MODEL_CARD.md").read_text()
-    with pytest.raises(FileNotFoundError, match=r"python -m neurips26\.zoo\.tiny_patchtst train"):
+    with pytest.raises(FileNotFoundError, match=r"python -m neurips26\.methods\.star\.tiny_patchtst train"):
         load_tiny_patchtst(CHECKPOINT_DIR / "missing")
 
 
