@@ -98,9 +98,7 @@ TARGETS: dict[str, TargetSpec] = {
     )
 }
 
-CALIBRATION_FILE = (
-    Path(__file__).resolve().parents[1] / "zoo" / "checkpoints" / "mini-clip" / "calibration.json"
-)
+CALIBRATION_FILE = Path(__file__).resolve().parent / "checkpoints" / "mini-clip" / "calibration.json"
 
 
 def calibrated_levels() -> dict[str, float]:
