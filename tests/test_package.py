@@ -25,12 +25,6 @@ def test_registry_lists_every_method_folder_once() -> None:
     assert sorted(m["slug"] for m in neurips26.list_methods()) == METHOD_FOLDERS
 
 
-def test_every_registered_method_has_tests_of_its_own() -> None:
-    """The shared matrices alone do not make a method tested: each slug has its own test module."""
-    untested = [slug for slug in SLUGS if not list((ROOT / "tests" / "methods").glob(f"test_{slug}*.py"))]
-    assert not untested, f"registered methods without tests/methods/test_<slug>*.py: {untested}"
-
-
 # The measured cost of `neurips26 list` before budgets were registry data: 40 s and 0.9 GB (19 experiments
 # imported, torch among them); after: about 0.25 s on a 2-core machine, mostly the interpreter's start-up.
 # 2 s leaves an 8x margin for a loaded machine, yet importing torch alone (about 2 s here) breaks it.

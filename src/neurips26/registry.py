@@ -1,7 +1,8 @@
 """The catalogue of the 19 methods: import strings only, so ``neurips26 list`` never imports torch.
 
-Adding a method is a folder under ``methods/`` and setting ``experiment=`` and ``default_budget_s=`` on
-its line here.
+Adding a method: ``neurips26 new <slug>`` writes its folder and appends its line here (the list stays
+written by hand: title, family and claim are data, and listing must import nothing); then fill in
+``experiment=``, ``default_budget_s=`` and the rest (``src/neurips26/methods/README.md``).
 A spec without ``experiment`` is *planned*: listed honestly, never faked.
 """
 
@@ -368,4 +369,5 @@ TOOLS: dict[str, tuple[str, str]] = {
     "stparopt": ("neurips26.methods.stparopt.cli", "C loops -> verdicts and CUDA: analyze, translate, train"),
     "zoo": ("neurips26.zoo.cli", "tiny trained language models: list, train, eval"),
     "data": ("neurips26.data.cli", "the data sets some profiles need downloaded: list, fetch NAME"),
+    "new": ("neurips26.scaffold", "write the skeleton of a new method and register it: new SLUG"),
 }

@@ -56,6 +56,25 @@ ALLOWED = {
     },
     "styleroute/metrics.py": {"_EVAL_BANK": "the fixed seeded evaluation conv bank (built once)"},
     "styleroute/router.py": {"_STYLE_TILE_CACHE": "a style image's Lab tiles (pure, one per style)"},
+    # Loaders and generators moved here from data/ and zoo/ (issue 42 item 6), where this scan did not look:
+    # memos of files read from the machine or of pure functions of their arguments, unchanged by the move.
+    "samhybrid/dynamics.py": {"make_splits()": "ODE trajectory splits, a pure function of its arguments"},
+    "sast/clip_targets.py": {"_photos()": "three bundled scikit-image photos, decoded once (read-only)"},
+    "sast/glyph_world.py": {
+        "train_fonts()": "the installed DejaVu faces (a directory listing)",
+        "_font()": "a PIL font object per (face, size) (read-only files)",
+    },
+    "sast/miniclip.py": {"_TEXT_ENCODERS": "the frozen committed text encoder per checkpoint path (weights)"},
+    "semanticdialect/moving_digits.py": {"digit_bank()": "sklearn's bundled digits, upscaled (read-only)"},
+    "semfas/fas_sensors.py": {"lfw_albedo()": "scikit-image's bundled LFW crops, resized (read-only)"},
+    "spcacw/fashion_mnist.py": {"load_fashion_mnist()": "the Debian idx files per (root, split) (read-only)"},
+    "spcacw/shakespeare.py": {"play_speeches()": "the fetched Gutenberg plays, parsed (read-only file)"},
+    "star/aeon_bundled.py": {
+        "_classification()": "aeon's bundled series per (name, split) (read-only files)",
+        "load_kdd_tsad_135()": "aeon's bundled KDD-TSAD 135 (read-only file)",
+        "load_daphnet_s06r02e0()": "aeon's bundled Daphnet excerpt (read-only file)",
+    },
+    "star/sktime_bundled.py": {"load_mitdb()": "sktime's bundled MIT-BIH excerpt (read-only file)"},
 }
 
 

@@ -142,9 +142,9 @@ def test_the_catalogue_holds_the_data_sets_the_readme_names() -> None:
 
 def test_runs_never_download(monkeypatch) -> None:
     """The readers raise the fetch command instead of calling pip."""
-    from neurips26.data.aeon_bundled import load_kdd_tsad_135
-    from neurips26.data.shakespeare import shakespeare_federation
-    from neurips26.data.sktime_bundled import load_mitdb
+    from neurips26.methods.spcacw.shakespeare import shakespeare_federation
+    from neurips26.methods.star.aeon_bundled import load_kdd_tsad_135
+    from neurips26.methods.star.sktime_bundled import load_mitdb
 
     load_mitdb.cache_clear()  # an earlier test may have read the real file into the cache
 

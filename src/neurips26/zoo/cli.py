@@ -127,8 +127,8 @@ def main(args: argparse.Namespace) -> int:
             return _fetch_real(args)
         if args.zoo_command == "train":
             _single_thread()
-            if args.name == "mini-clip":  # the CLIP of issue #27 (neurips26.zoo.miniclip)
-                from neurips26.zoo.miniclip import main as train_miniclip
+            if args.name == "mini-clip":  # the CLIP of issue #27 (neurips26.methods.sast.miniclip)
+                from neurips26.methods.sast.miniclip import main as train_miniclip
 
                 return train_miniclip(["train", *(["--out", args.output_dir] if args.output_dir else [])])
             if args.name == "tokenizer":

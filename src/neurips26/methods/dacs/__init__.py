@@ -9,16 +9,16 @@ from neurips26.methods.dacs.integration import DACS, DACSTrainer
 #: repository root); the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "stage 1 aligns h0 before propagation": (
-        "tests/methods/test_dacs.py::test_idea_stage_one_aligns_representations_before_propagation"
+        "tests/methods/dacs/test_dacs.py::test_idea_stage_one_aligns_representations_before_propagation"
     ),
     "stage 2's gamma moves the source's neighbour law onto the target's": (
-        "tests/methods/test_dacs.py::test_idea_reweighted_source_matches_the_target_edge_distribution"
+        "tests/methods/dacs/test_dacs.py::test_idea_reweighted_source_matches_the_target_edge_distribution"
     ),
     "stage 2's weights enter training": (
-        "tests/methods/test_dacs.py::test_idea_trainer_trains_on_stage_two_weights"
+        "tests/methods/dacs/test_dacs.py::test_idea_trainer_trains_on_stage_two_weights"
     ),
     "the FCSS estimate needs FS-aligned features": (
-        "tests/methods/test_dacs.py::test_idea_stage_order_fcss_estimate_needs_aligned_features"
+        "tests/methods/dacs/test_dacs.py::test_idea_stage_order_fcss_estimate_needs_aligned_features"
     ),
 }
 

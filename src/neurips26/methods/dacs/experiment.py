@@ -1,6 +1,7 @@
 """The DACS experiment: does dual (stage-aware) alignment beat single-stage GDA under coupled shift?
 
-Data: the CSBM pair of :mod:`neurips26.data.graph_shift` in seven settings (none, FS-only, FCSS-only with
+Data: the CSBM pair of :mod:`neurips26.methods.dacs.graph_shift` in seven settings (none, FS-only,
+FCSS-only with
 a sub-cluster or a continuous-score structure factor, FS+FCSS coupled in both modes, coupled + label
 shift), parameters fixed below before the first DACS result. Every system trains the same network
 (MLP encoder, 2 GCN layers) with the same optimiser and epochs, and every system's checkpoint is picked by
@@ -73,7 +74,7 @@ class DACSExperimentConfig:
         check_int("eval_every", self.eval_every, minimum=1)
         check_int("target_hops", self.target_hops, minimum=1)
         check_int("digits_knn", self.digits_knn, minimum=1)
-        from neurips26.data.pygda_format import FAMILIES
+        from neurips26.methods.dacs.pygda_format import FAMILIES
 
         check_choice("pygda_family", self.pygda_family, tuple(FAMILIES))
         for name in ("strength", "feature_shift", "structure_shift", "label_shift", "digits_feature_shift"):
@@ -84,7 +85,7 @@ class DACSExperimentConfig:
 
     def shift_spec(self) -> Any:
         """The generator's parameters of this setting."""
-        from neurips26.data.graph_shift import CSBMShift
+        from neurips26.methods.dacs.graph_shift import CSBMShift
 
         fs = self.setting in ("fs", *COUPLED)
         fcss = self.setting in (*FCSS_ONLY, *COUPLED)
@@ -167,7 +168,7 @@ def shift_truth(config: DACSExperimentConfig) -> tuple[bool, bool] | None:
 
 def _pygda_pair(config: DACSExperimentConfig) -> Any:
     """The PyGDA-format pair named in the config; ``NotApplicable`` (saying why) when its files are absent."""
-    from neurips26.data.pygda_format import PyGDAFilesMissing, load_pygda_pair
+    from neurips26.methods.dacs.pygda_format import PyGDAFilesMissing, load_pygda_pair
 
     if config.strength != 1.0:
         raise NotApplicable("a PyGDA pair's shift is the data's own: strength applies to synthetic pairs")
@@ -182,9 +183,9 @@ def _pygda_pair(config: DACSExperimentConfig) -> Any:
 def run(
     system: SystemSpec, config: DACSExperimentConfig, profile: Profile, seed: int, progress: Progress
 ) -> dict:
-    from neurips26.data.graph_shift import make_csbm_pair, make_digits_pair
     from neurips26.methods.dacs.baselines import GDABaselineTrainer
     from neurips26.methods.dacs.diagnose import diagnose_shift
+    from neurips26.methods.dacs.graph_shift import make_csbm_pair, make_digits_pair
     from neurips26.methods.dacs.integration import DACSTrainer
 
     if system.name == "dacs_density" and config.n_nodes > 3000:
@@ -445,7 +446,7 @@ EXPERIMENT = Experiment(
             systems=(*DEFAULT_SYSTEMS, "pa_both", "dacs_lw"),
         ),
         # accuracy vs shift strength, one knob at a time and jointly (the figure the issue asks for:
-        # benchmarks/dacs_strength.py draws it from the published JSON)
+        # benchmarks/dacs/dacs_strength.py draws it from the published JSON)
         "strength": Profile(
             "strength",
             budget_s=640,  # estimated: 80 (point, seed) pairs x ~8 s for these six systems, one worker

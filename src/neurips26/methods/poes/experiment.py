@@ -209,8 +209,8 @@ def _tier2_assets(
     """The assets of tier 2 (None at tier 1), or why tier 2 cannot run here (its cells are then n/a)."""
     if config.tier != 2:
         return None
-    from neurips26.data.wordnet_glosses import WORDNET_DIR
     from neurips26.methods.poes import tier2
+    from neurips26.methods.poes.wordnet_glosses import WORDNET_DIR
 
     if not (WORDNET_DIR / "data.noun").is_file():
         return "tier 2 needs WordNet: apt-get install wordnet-base"

@@ -26,8 +26,8 @@ import numpy as np
 
 from neurips26.core.config import param
 from neurips26.core.validation import check_int
-from neurips26.data.wordnet_glosses import Gloss, sample_glosses
 from neurips26.methods.poes.simulator import ResponseLog
+from neurips26.methods.poes.wordnet_glosses import Gloss, sample_glosses
 
 INSTRUCTIONS = (
     "{}",

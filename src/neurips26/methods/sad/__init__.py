@@ -43,13 +43,13 @@ from neurips26.methods.sad.training import (
 #: repository root); the README's idea table says how each is switched off.
 IDEAS: dict[str, str] = {
     "SAD trains the decomposer on the solver's reward (train_sad climbs it)": (
-        "tests/methods/test_sad_training.py::test_idea_train_sad_climbs_the_solvers_reward"
+        "tests/methods/sad/test_sad_training.py::test_idea_train_sad_climbs_the_solvers_reward"
     ),
     "the RL term changes the update; with it off SAD is SL": (
-        "tests/methods/test_sad_training.py::test_rl_weight_zero_and_no_entropy_is_sl_bit_for_bit"
+        "tests/methods/sad/test_sad_training.py::test_rl_weight_zero_and_no_entropy_is_sl_bit_for_bit"
     ),
     "the reward comes from the solver: subgoals it can act on score higher": (
-        "tests/methods/test_sad_experiment.py::test_reward_idea_off_subgoal_blind_solver_cannot_rank"
+        "tests/methods/sad/test_sad_experiment.py::test_reward_idea_off_subgoal_blind_solver_cannot_rank"
     ),
 }
 

@@ -19,7 +19,8 @@ class SAMHybridConfig:
     """Settings of ``SAMHybrid`` (``SAMHybrid.from_config(params, base_optimizer, config, lr=...)``)."""
 
     rho: float = param(
-        0.2, "ours: lowest validation MSE over {0.05,0.1,0.2,0.5}, benchmarks/samhybrid_select_rho.py"
+        0.2,
+        "ours: lowest validation MSE over {0.05,0.1,0.2,0.5}, benchmarks/samhybrid/samhybrid_select_rho.py",
     )
     rho_physics: float = param(0.0, "paper (as we read 'adapt SAM to hybrids'): the physics is not perturbed")
     adaptive: bool = param(False, "SAM (Foret et al. 2021); True gives ASAM (Kwon et al. 2021)")

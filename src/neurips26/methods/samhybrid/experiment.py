@@ -16,9 +16,9 @@ import torch
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_positive
-from neurips26.data.dynamics import get_system, make_splits
 from neurips26.methods.samhybrid.baselines import NeuralField, Recipe, make_optimizer
 from neurips26.methods.samhybrid.config import SAMHybridConfig
+from neurips26.methods.samhybrid.dynamics import get_system, make_splits
 from neurips26.methods.samhybrid.integration import (
     COMPOSE_SHAPES,
     HybridModel,

@@ -23,19 +23,19 @@ from neurips26.methods.sast.trainer import CachedFeatures, SASTClassifier, SASTT
 #: repository root); the README's idea table says how each is switched off.
 IDEAS: dict[str, str] = {
     "stability weighting keeps flipping samples out of the prototypes": (
-        "tests/methods/test_sast.py::test_idea_stability_weighting_keeps_flipping_samples_out_of_the_prototypes"
+        "tests/methods/sast/test_sast.py::test_idea_stability_weighting_keeps_flipping_samples_out_of_the_prototypes"
     ),
     "the trainer builds SWIP prototypes from the stable samples": (
-        "tests/methods/test_sast.py::test_idea_trainer_builds_swip_prototypes_from_stable_samples"
+        "tests/methods/sast/test_sast.py::test_idea_trainer_builds_swip_prototypes_from_stable_samples"
     ),
     "SWIP prototypes sit on the visual clusters": (
-        "tests/methods/test_sast.py::test_idea_swip_prototypes_sit_on_the_visual_clusters"
+        "tests/methods/sast/test_sast.py::test_idea_swip_prototypes_sit_on_the_visual_clusters"
     ),
     "text refinement separates the most-flipped class pair": (
-        "tests/methods/test_sast.py::test_idea_text_refinement_separates_the_most_flipped_pair"
+        "tests/methods/sast/test_sast.py::test_idea_text_refinement_separates_the_most_flipped_pair"
     ),
     "adaptive fusion follows the sharper stream": (
-        "tests/methods/test_sast.py::test_idea_adaptive_fusion_trusts_the_confident_stream"
+        "tests/methods/sast/test_sast.py::test_idea_adaptive_fusion_trusts_the_confident_stream"
     ),
 }
 

@@ -95,12 +95,12 @@ def _select(kind: str, tower: nn.Module) -> list[nn.Parameter]:
 
 
 class MiniCLIPBackbone(nn.Module):
-    """``VLMBackbone`` over :class:`neurips26.zoo.miniclip.MiniCLIP` (32 x 32 RGB in [0, 1])."""
+    """``VLMBackbone`` over :class:`neurips26.methods.sast.miniclip.MiniCLIP` (32 x 32 RGB in [0, 1])."""
 
     def __init__(self, model: nn.Module | None = None) -> None:
         super().__init__()
         if model is None:
-            from neurips26.zoo.miniclip import load_miniclip
+            from neurips26.methods.sast.miniclip import load_miniclip
 
             model = load_miniclip()
         self.model = model
@@ -121,7 +121,7 @@ class MiniCLIPBackbone(nn.Module):
         return float(self.model.logit_scale.detach().exp().clamp(max=100))
 
     def preprocessing(self) -> dict[str, Any]:
-        from neurips26.zoo.miniclip import IMAGE_MEAN, IMAGE_STD
+        from neurips26.methods.sast.miniclip import IMAGE_MEAN, IMAGE_STD
 
         return {
             "input": "float RGB in [0, 1]",

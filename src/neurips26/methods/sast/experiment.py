@@ -1,7 +1,7 @@
 """The SAST experiment: does stability-aware self-training beat GRIP and CPL with fewer prediction flips?
 
 Backbone: the zoo's MiniCLIP (frozen MiniLM text tower, small CNN image tower, pretrained here). Six
-shifted targets (:mod:`neurips26.data.clip_targets`), three settings (UL, SSL with 2 labels per class,
+shifted targets (:mod:`neurips26.methods.sast.clip_targets`), three settings (UL, SSL with 2 labels per class,
 TRZSL with half the classes labelled, scored on the unseen ones). Every system uses the same backbone,
 trainable set (a residual adapter on frozen image embeddings, plus the text delta where a method has one),
 epochs, steps and batch size. One cell = one system x setting x seed over all six targets.
@@ -129,8 +129,8 @@ def target_features(
     model: Any, name: str, seed: int, n_adapt: int, n_test: int, views: int
 ) -> TargetFeatures:
     """Draw a target (adaptation + test split) and embed it once with the frozen MiniCLIP image tower."""
-    from neurips26.data.clip_targets import make_target
     from neurips26.methods.sast.baselines import kornia_views
+    from neurips26.methods.sast.clip_targets import make_target
 
     data = make_target(name, n_adapt + n_test, seed)
     labels = torch.from_numpy(data.labels)

@@ -4,7 +4,7 @@
   ours, the standard asymmetric group RTN (as in GPTQ's and HQQ's RTN baselines), same tile/group layout.
 * Uniform GPTQ: ``quantize_and_report(model, GPTQConfig(bits=3), calibration=ids)`` -- **re-implemented** in
   :mod:`.gptq` (neither llm-compressor nor GPTQModel installs with torch 2.13 / transformers 5.2; a side
-  venv with llm-compressor cross-checks it: ``benchmarks/scalebits_gptq_crosscheck.py``).
+  venv with llm-compressor cross-checks it: ``benchmarks/scalebits/scalebits_gptq_crosscheck.py``).
 * HQQ: ``quantize_and_report(model, HQQConfig(bits=3))`` -- **library adapter**: the ``hqq`` package's
   ``Quantizer.quantize`` (half-quadratic proximal solver, ``axis=1`` groups along input channels); its
   float16 scale and float16 zero per group are stored as such and counted (16 + 16 bits per group).

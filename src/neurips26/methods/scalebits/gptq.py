@@ -3,7 +3,8 @@
 **Re-implemented here**: neither library installs next to this project's torch 2.13 / transformers 5.2
 (``llmcompressor`` 0.14 needs transformers >= 5.14, ``gptqmodel`` 7.7 upgrades torch to 2.14). A side
 virtual environment with llm-compressor 0.14.0.1 (transformers 5.17, same CPU torch) cross-checks it:
-``benchmarks/scalebits_gptq_crosscheck.py`` and ``tests/methods/test_scalebits_llmcompressor.py`` (with
+``benchmarks/scalebits/scalebits_gptq_crosscheck.py`` and
+``tests/methods/scalebits/test_scalebits_llmcompressor.py`` (with
 ``static_groups=True`` one layer's result equals llm-compressor's ``quantize_weight`` exactly). It writes its
 codes into the ScaleBITS packed format, so its bits are counted by the same ledger, and it accepts a
 bit-width per group, so the same loop quantizes uniform allocations and per-tile ScaleBITS allocations.

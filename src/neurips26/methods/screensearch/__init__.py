@@ -21,23 +21,25 @@ from neurips26.methods.screensearch.screen import Action, Element, Screen, struc
 #: repository root); the README's idea table says how each is switched off.
 IDEAS: dict[str, str] = {
     "volatile-attribute filter before tokenising": (
-        "tests/methods/test_screensearch.py::test_idea_off_volatile_filter_splits_the_same_screen"
+        "tests/methods/screensearch/test_screensearch.py::test_idea_off_volatile_filter_splits_the_same_screen"
     ),
     "matched similar screens pool their outcomes into the ambiguity signal": (
-        "tests/methods/test_screensearch.py::test_idea_similar_screens_pool_their_outcomes_through_the_explorer"
+        "tests/methods/screensearch/test_screensearch.py::test_idea_similar_screens_pool_their_outcomes_through_the_explorer"
     ),
     "repeat-probe separation of noise from aliasing": (
-        "tests/methods/test_screensearch.py::test_idea_off_noise_separation_flags_noise_as_ambiguity"
+        "tests/methods/screensearch/test_screensearch.py::test_idea_off_noise_separation_flags_noise_as_ambiguity"
     ),
     "ambiguity in Q (vs frontier-only)": (
-        "tests/methods/test_screensearch.py::test_idea_off_ambiguity_changes_the_search_with_hidden_state"
+        "tests/methods/screensearch/test_screensearch.py::test_idea_off_ambiguity_changes_the_search_with_hidden_state"
     ),
     "ambiguity in the local action values: re-probe where it stands": (
-        "tests/methods/test_screensearch.py::test_idea_the_policy_re_probes_an_ambiguous_action_where_it_stands"
+        "tests/methods/screensearch/test_screensearch.py::test_idea_the_policy_re_probes_an_ambiguous_action_where_it_stands"
     ),
-    "proposal prior": ("tests/methods/test_screensearch.py::test_idea_off_prior_lowers_discovery"),
+    "proposal prior": (
+        "tests/methods/screensearch/test_screensearch.py::test_idea_off_prior_lowers_discovery"
+    ),
     "content-only changes are not ambiguity (real apps)": (
-        "tests/methods/test_screensearch_apps.py::test_idea_off_content_masking_reads_a_display_change_as_ambiguity"
+        "tests/methods/screensearch/test_screensearch_apps.py::test_idea_off_content_masking_reads_a_display_change_as_ambiguity"
     ),
 }
 

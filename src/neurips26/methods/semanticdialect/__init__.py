@@ -33,19 +33,19 @@ from neurips26.methods.semanticdialect.semantic import (
 #: repository root); the README's idea table says how each is switched off.
 IDEAS: dict[str, str] = {
     "LUT selection is never worse than the intermediate-grid bound": (
-        "tests/methods/test_semanticdialect.py::test_idea_off_lut_selection_without_the_lut_errors_breaks_the_bound"
+        "tests/methods/semanticdialect/test_semanticdialect.py::test_idea_off_lut_selection_without_the_lut_errors_breaks_the_bound"
     ),
     "a larger formatbook lowers the error": (
-        "tests/methods/test_semanticdialect.py::test_more_dialects_lower_the_error"
+        "tests/methods/semanticdialect/test_semanticdialect.py::test_more_dialects_lower_the_error"
     ),
     "decomposition: a residual 4-bit term on the salient rows only": (
-        "tests/methods/test_semanticdialect_integration.py::test_decomposition_raises_the_salient_rows_sqnr_and_only_theirs"
+        "tests/methods/semanticdialect/test_semanticdialect_integration.py::test_decomposition_raises_the_salient_rows_sqnr_and_only_theirs"
     ),
     "the salient rows are the tokens receiving the most attention": (
-        "tests/methods/test_semanticdialect_integration.py::test_idea_decomposed_rows_are_the_tokens_receiving_the_most_attention"
+        "tests/methods/semanticdialect/test_semanticdialect_integration.py::test_idea_decomposed_rows_are_the_tokens_receiving_the_most_attention"
     ),
     "SeDA: shared sub-books make formats agree across frames": (
-        "tests/methods/test_semanticdialect_integration.py::test_idea_off_seda_with_clusters_ignored_fails_the_agreement_test"
+        "tests/methods/semanticdialect/test_semanticdialect_integration.py::test_idea_off_seda_with_clusters_ignored_fails_the_agreement_test"
     ),
 }
 

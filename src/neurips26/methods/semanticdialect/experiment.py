@@ -73,7 +73,7 @@ def _models(
     config: SemanticDialectExperimentConfig, profile: Profile, seed: int, context: SetupContext
 ) -> tuple[torch.nn.Module, torch.nn.Module]:
     """The tiny video DiT and its classifier (one per worker)."""
-    from neurips26.zoo.tiny_vdit import load_tiny_vdit
+    from neurips26.methods.semanticdialect.tiny_vdit import load_tiny_vdit
 
     return load_tiny_vdit()
 
@@ -82,8 +82,8 @@ def _reference(
     config: SemanticDialectExperimentConfig, profile: Profile, seed: int, context: SetupContext
 ) -> dict[str, Any]:
     """FP samples of one seed (shared by every format's cell of that seed)."""
-    from neurips26.data.moving_digits import make_moving_digits
-    from neurips26.zoo.tiny_vdit import sample_videos
+    from neurips26.methods.semanticdialect.moving_digits import make_moving_digits
+    from neurips26.methods.semanticdialect.tiny_vdit import sample_videos
 
     model, _ = context.models
     shape = model.config

@@ -1,4 +1,5 @@
-"""The SEM-FAS experiment on the frozen synthetic multi-sensor generator (``neurips26.data.fas_sensors``).
+"""The SEM-FAS experiment on the frozen synthetic multi-sensor generator
+(``neurips26.methods.semfas.fas_sensors``).
 
 Protocols (MMDG's, on the four synthetic sensor domains C/P/S/W):
 - P1: leave one domain out (4 tasks: train on three domains, test on the fourth);
@@ -83,8 +84,8 @@ def _dataset(
     config: SEMFASExperimentConfig, profile: Profile, seed: int, context: SetupContext
 ) -> dict[str, dict[str, Any]]:
     """Render the four domains for ``seed`` and describe each modality (shared by the seed's systems)."""
-    from neurips26.data.fas_sensors import ATTACKS, render_domain
     from neurips26.methods.semfas.encoders import sensor_descriptors
+    from neurips26.methods.semfas.fas_sensors import ATTACKS, render_domain
 
     data = {}
     for domain in DOMAINS:
@@ -318,7 +319,7 @@ def run(
         part = _join([data[d] for d in targets])
         add(_quality("p3", part["label"].numpy(), model.predict(part)["score"], model.val_threshold_data))
     # novel attack types: train on every domain without them, flag them at test
-    from neurips26.data.fas_sensors import ATTACKS
+    from neurips26.methods.semfas.fas_sensors import ATTACKS
 
     novel = ATTACKS.index(config.novel_attack)
     everything = _join([data[d] for d in DOMAINS])

@@ -1,7 +1,7 @@
 """Loaders for the on-disk layouts of CASIA-SURF, CASIA-CeFA, WMCA and PADISI-Face (image exports).
 
 All four sets need a signed licence, so these loaders are tested only on synthetic files written in
-the same layouts (``tests/methods/test_semfas_loaders.py``); they are untested on the real sets. Each
+the same layouts (``tests/methods/semfas/test_semfas_loaders.py``); they are untested on the real sets. Each
 returns a ``torch.utils.data.Dataset`` whose items are ``({"rgb": [3,S,S], "depth": [1,S,S], "ir": [1,S,S]},
 label)`` with label 0 = bona fide, 1 = attack; a missing file gives ``None`` for that modality (collate with
 :func:`collate_modalities`, which turns it into a presence mask for :class:`SEMFAS`).

@@ -31,10 +31,10 @@ With ``EMULATED_CASTS`` the kernel rounds to the E4M3 and BF16 grids with intege
 arithmetic, so the later casts are exact. It also feeds the RoPE dot fp32 operands (``ieee`` precision).
 On a GPU the default is off: native ``cvt`` casts (round-to-nearest-even, saturating) and a BF16
 ``tl.dot``. Both paths compute the same numbers in exact arithmetic.
-``benchmarks/gpu_check_snapmla_triton.py`` compares them on a GPU.
+``benchmarks/snapmla/gpu_check_snapmla_triton.py`` compares them on a GPU.
 
 Only numerics were checked, under the interpreter on CPU. The kernel also compiles for sm_90 ahead of time
-(``benchmarks/snapmla_triton_sm90_compile.py``). It has never run on a GPU, so there is no GPU timing.
+(``benchmarks/snapmla/snapmla_triton_sm90_compile.py``). It has never run on a GPU, so there is no GPU timing.
 """
 
 from __future__ import annotations
@@ -417,7 +417,8 @@ def snapmla_decode_triton(
     num_splits: KV splits run in parallel and merged by log-sum-exp (ours: 1 on CPU; more on long caches).
     block_rows: query rows (heads x Tq) per program; a power of two >= 16 (``tl.dot``'s minimum). None:
         64 on CUDA when there are >= 64 rows (compiled for sm_90, only 64-row tiles become FP8 WGMMA;
-        16 and 32 become ``mma.sync`` on f16; see ``benchmarks/snapmla_triton_sm90_compile.py``), else 16.
+        16 and 32 become ``mma.sync`` on f16; see
+        ``benchmarks/snapmla/snapmla_triton_sm90_compile.py``), else 16.
     emulated_casts: round with integer arithmetic instead of native casts (None: on iff interpreter).
     num_warps: Triton launch option (GPU only).
     """

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from neurips26.core.validation import check_choice, check_int, check_positive
-from neurips26.data.federated import ClientData
 from neurips26.methods.spcacw.engine import FlatMLP, Kernels, weighted_accuracy
+from neurips26.methods.spcacw.federated import ClientData
 
 BASELINES = ("local", "fedavg", "fedprox", "fedavg_ft", "ditto", "apfl", "pfedme", "fedfomo", "ifca")
 

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch.func import vmap
 
-from neurips26.data.federated import ClientData, LinearFederation
 from neurips26.methods.spcacw.batched import BiasEstimators, RoundLogs, batch_weights
 from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.core import BiasEstimator, RoundRecord, choose_weights, within_client_variance
+from neurips26.methods.spcacw.federated import ClientData, LinearFederation
 
 try:  # the compiled round of the linear form; without numba the NumPy path (batched.py) runs
     from neurips26.methods.spcacw.kernels import linear_round, sq_distances

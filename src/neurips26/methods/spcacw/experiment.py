@@ -30,10 +30,10 @@ from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable,
 from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_int, check_positive
-from neurips26.data.federated import ClientData, digits_federation, linear_federation
 from neurips26.methods.spcacw.baselines import BaselineConfig, run_baseline
 from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.engine import FlatMLP, run_synthetic, run_weighted
+from neurips26.methods.spcacw.federated import ClientData, digits_federation, linear_federation
 from neurips26.methods.spcacw.gru import FlatGRU
 
 TASKS = ("synthetic", "digits", "shakespeare", "fmnist")
@@ -239,7 +239,7 @@ def _task(
     """The task's data, model and schedule; ``federation``: the setup stage's Fashion-MNIST partition."""
     method = method or config.method
     if config.task == "shakespeare":
-        from neurips26.data.shakespeare import ALPHABET, shakespeare_federation
+        from neurips26.methods.spcacw.shakespeare import ALPHABET, shakespeare_federation
 
         data = shakespeare_federation(
             n_peers=config.shakespeare_peers, same_play_peers=config.shakespeare_same_play, seed=seed

@@ -5,7 +5,7 @@ The same two objects run under every Flower engine with no code change:
 - Simulation Engine: ``flwr.simulation.run_simulation(server_app, client_app, num_supernodes=N,
   backend_config={"init_args": {...}})`` with ``run_config`` overrides set through :func:`simulate`;
 - Deployment Engine: ``flwr run src/neurips26/methods/spcacw/flwr_app <superlink>`` (the app's
-  ``pyproject.toml`` names ``server_app`` and ``client_app`` below); ``benchmarks/spcacw_loopback.py``
+  ``pyproject.toml`` names ``server_app`` and ``client_app`` below); ``benchmarks/spcacw/spcacw_loopback.py``
   starts one ``flower-superlink`` and three ``flower-supernode`` processes on 127.0.0.1.
 
 Every client replays the in-process engine's minibatch stream: it keeps a copy of the engine's random
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from neurips26.data.federated import ClientData, digits_federation
 from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.engine import FlatMLP
+from neurips26.methods.spcacw.federated import ClientData, digits_federation
 from neurips26.methods.spcacw.integration import SPCACWStrategy, make_client_app
 
 try:

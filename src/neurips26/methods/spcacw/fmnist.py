@@ -2,7 +2,8 @@
 
 The experiment's existing fields drive it (no new config field, so the default config's hash is
 unchanged): ``n_clients``, ``dirichlet``, ``target_samples``, ``hidden`` and ``n_targets``. The idx files
-are read from :data:`neurips26.data.fashion_mnist.DEBIAN_ROOT`; a missing install raises an error naming
+are read from :data:`neurips26.methods.spcacw.fashion_mnist.DEBIAN_ROOT`; a missing install raises an
+error naming
 ``apt-get install dataset-fashion-mnist``.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from neurips26.data.fashion_mnist import N_CLASSES, PIXELS, ByteClientData, fmnist_federation
 from neurips26.methods.spcacw.engine import FlatMLP
+from neurips26.methods.spcacw.fashion_mnist import N_CLASSES, PIXELS, ByteClientData, fmnist_federation
 
 
 def fmnist_data(config: Any, seed: int) -> ByteClientData:

@@ -6,7 +6,7 @@
 * :func:`repeated_text_batch` -- the redundancy stress set: one held-out passage repeated, then its start.
 
 The generic parts (prefill under a press, peak cache bytes, random windows) are in
-:mod:`neurips26.zoo.press_eval`.
+:mod:`neurips26.methods.spectralkv.press_eval`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from neurips26.methods.spectralkv.integration import post_rope_queries
-from neurips26.zoo.press_eval import CompressedPrefill, decoder_layers, kept_mask, text_batch
+from neurips26.methods.spectralkv.press_eval import CompressedPrefill, decoder_layers, kept_mask, text_batch
 
 __all__ = ["Continuation", "decode_continuation", "repeated_text_batch"]
 

@@ -99,7 +99,7 @@ def _static_profile(config: SpectralKVConfig, profile: Profile, seed: int, conte
     import torch
 
     from neurips26.methods.spectralkv.integration import calibrate_budget_profile
-    from neurips26.zoo.press_eval import text_batch
+    from neurips26.methods.spectralkv.press_eval import text_batch
     from neurips26.zoo.training import load_corpus_tokens
 
     model, tokenizer, _ = context.model

@@ -42,7 +42,7 @@ from neurips26.methods.spectralkv.features import (
     stack_candidates,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
-from neurips26.zoo.press_eval import decoder_layers
+from neurips26.methods.spectralkv.press_eval import decoder_layers
 
 try:  # kvpress is the llm extra; the press is unusable without it, the core is not
     from kvpress.presses.base_press import BasePress

@@ -103,7 +103,7 @@ def ledger_from_cache(
     import torch
 
     ledger = BudgetLedger(compression_ratio)
-    from neurips26.zoo.press_eval import decoder_layers
+    from neurips26.methods.spectralkv.press_eval import decoder_layers
 
     layers = decoder_layers(model)
     for idx, layer in enumerate(layers):

@@ -10,8 +10,9 @@ presses (and keep ratios) on the same data therefore needs the forward pass once
   keys and values) plus the last position's logits;
 * :func:`replay_press` rebuilds a fresh cache layer by layer from the capture and calls the press's own
   ``forward_hook`` after each layer, as ``with press(model): model(ids, past_key_values=cache)`` does. The
-  result is a :class:`~neurips26.zoo.press_eval.CompressedPrefill` equal to
-  :func:`~neurips26.zoo.press_eval.compressed_prefill`'s (tested against it press by press), including
+  result is a :class:`~neurips26.methods.spectralkv.press_eval.CompressedPrefill` equal to
+  :func:`~neurips26.methods.spectralkv.press_eval.compressed_prefill`'s (tested against it press by
+  press), including
   the peak cache bytes (measured after each layer is written and before its press runs).
 
 Presses that need the attention matrix (H2O's ``ObservedAttentionPress``) get it computed from the
@@ -29,7 +30,7 @@ from typing import Any
 
 import torch
 
-from neurips26.zoo.press_eval import CompressedPrefill, cache_bytes, decoder_layers
+from neurips26.methods.spectralkv.press_eval import CompressedPrefill, cache_bytes, decoder_layers
 
 __all__ = ["PrefillCapture", "capture_prefill", "kept_jaccard", "kept_positions", "replay_press"]
 
@@ -144,7 +145,7 @@ def kept_positions(full_keys: torch.Tensor, kept_keys: torch.Tensor, masked: Any
     found by the nearest full key (squared distance, exact match checked). ``masked`` (head-wise presses'
     ``masked_key_indices``) marks kept slots a head does not attend to.
     """
-    from neurips26.zoo.press_eval import kept_mask
+    from neurips26.methods.spectralkv.press_eval import kept_mask
 
     full, kept = full_keys.float(), kept_keys.float()
     distance = (

@@ -70,6 +70,7 @@ def evaluate_seed(
     """
     from neurips26.methods.spectralkv.evaluation import decode_continuation
     from neurips26.methods.spectralkv.ledger import ledger_from_cache
+    from neurips26.methods.spectralkv.press_eval import kept_mask, text_batch
     from neurips26.methods.spectralkv.probing import probe_batch, score_answers
     from neurips26.methods.spectralkv.replay import (
         capture_prefill,
@@ -77,7 +78,6 @@ def evaluate_seed(
         kept_positions,
         replay_press,
     )
-    from neurips26.zoo.press_eval import kept_mask, text_batch
 
     model.set_attn_implementation("sdpa")
     n, m = config.context_tokens, config.continuation_tokens

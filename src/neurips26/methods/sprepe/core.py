@@ -19,7 +19,7 @@ and the last term carries the explicit relative-position kernel u_i . u_j:
   but H(u) = H(-u) then makes antipodal points indistinguishable.
 
 The formulation follows the project's research notes (the paper publishes no equations); every
-identity above is checked in ``tests/methods/test_sprepe.py``.
+identity above is checked in ``tests/methods/sprepe/test_sprepe.py``.
 """
 
 from __future__ import annotations

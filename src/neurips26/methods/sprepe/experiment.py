@@ -23,8 +23,6 @@ from torch import Tensor
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.bench.setup import Setup, SetupContext
-from neurips26.data.shallow_water import load_shallow_water
-from neurips26.data.spherical import SphericalDigits, load_spherical_digits
 from neurips26.methods.sprepe.baselines import (
     AxialRoPE,
     EulerSphericalRoPE,
@@ -43,6 +41,8 @@ from neurips26.methods.sprepe.forecasting import (
     timed_training,
 )
 from neurips26.methods.sprepe.integration import SphericalPositionEmbedding, SpRePE
+from neurips26.methods.sprepe.shallow_water import load_shallow_water
+from neurips26.methods.sprepe.spherical import SphericalDigits, load_spherical_digits
 from neurips26.methods.sprepe.vit import SphericalViT, grid_patch_centres, patch_centres
 
 __all__ = [

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from neurips26.data.spherical import equiangular_grid
 from neurips26.methods.sprepe.integration import PositionalSelfAttention, SphericalPositionEmbedding
+from neurips26.methods.sprepe.spherical import equiangular_grid
 
 __all__ = ["Block", "PatchEmbedding", "SphericalViT", "grid_patch_centres", "patch_centres"]
 

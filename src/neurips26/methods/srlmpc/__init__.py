@@ -23,16 +23,16 @@ from neurips26.methods.srlmpc.tuner import MPCParameterEnv, SRLMPCController
 #: repository root); the README's idea table says how each is switched off.
 IDEAS: dict[str, str] = {
     "exact shapes through support-function GSFs": (
-        "tests/methods/test_srlmpc_env.py::test_exact_shapes_pass_a_gap_that_circumscribed_circles_block"
+        "tests/methods/srlmpc/test_srlmpc_env.py::test_exact_shapes_pass_a_gap_that_circumscribed_circles_block"
     ),
     "the policy's parameters steer the controller": (
-        "tests/methods/test_srlmpc_env.py::test_idea_the_policys_parameters_steer_the_controller"
+        "tests/methods/srlmpc/test_srlmpc_env.py::test_idea_the_policys_parameters_steer_the_controller"
     ),
     "the learned policy's parameters follow the neighbour geometry": (
-        "tests/methods/test_srlmpc_env.py::test_learned_parameters_depend_on_neighbour_geometry"
+        "tests/methods/srlmpc/test_srlmpc_env.py::test_learned_parameters_depend_on_neighbour_geometry"
     ),
     "HOCBF constraints on the GSFs keep the robot safe": (
-        "tests/methods/test_srlmpc.py::test_hocbf_keeps_the_robot_off_a_wall_and_the_nominal_mpc_does_not"
+        "tests/methods/srlmpc/test_srlmpc.py::test_hocbf_keeps_the_robot_off_a_wall_and_the_nominal_mpc_does_not"
     ),
 }
 

@@ -29,7 +29,7 @@ from neurips26.methods.star.integration import (
     _window_starts,
     encode_series,
 )
-from neurips26.zoo.tsfm import TSBackbone
+from neurips26.methods.star.tsfm import TSBackbone
 
 __all__ = ["BackboneDetector", "FrozenReconstructor", "PerStateDetector", "SeriesPyOD", "WindowedPyOD"]
 

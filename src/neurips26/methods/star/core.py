@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from neurips26.methods.star.config import STARConfig
-from neurips26.zoo.tsfm import TSBackbone
+from neurips26.methods.star.tsfm import TSBackbone
 
 __all__ = [
     "ConditionalBottleneckLinear",

@@ -1,12 +1,13 @@
 """The STAR experiment: does a state-aware adapter beat the backbone's usual ways of handling states?
 
-Data (the ``benchmark`` grid key): A, ``mini_swat``, the simulator of ``neurips26.data.plant_sim`` (8
+Data (the ``benchmark`` grid key): A, ``mini_swat``, the simulator of ``neurips26.methods.star.plant_sim`` (8
 numeric + 6 state channels; numeric, state-conditional and state-inherent anomalies; a new plant run per
 seed); B, ``basic_motions`` and ``japanese_vowels`` (aeon's bundled instances concatenated, activity or
 speaker as the state; wrong-declared-state segments and injected numeric anomalies); C, ``daphnet`` and
 ``kdd135`` (no states); the ``real`` profile's sanity check, ``kdd135`` and ``mitdb`` (sktime's MIT-BIH
 ECG excerpt): real labelled anomalies, no states. B, C and ``mitdb`` come from
-``neurips26.data.state_benchmarks``. Every backbone system uses the committed ``tiny-tsfm`` (frozen), the
+``neurips26.methods.star.state_benchmarks``. Every backbone system uses the committed ``tiny-tsfm``
+(frozen), the
 same windows, fine-tuning budget and scoring path. Systems that need states are not applicable without
 them. Metrics: VUS-PR (primary), range AUC-PR, AUC-ROC, VUS-PR per anomaly family present (the test points
 of the other families left out), point-adjusted F1 (secondary, with its caveat), the fine-tuning and
@@ -26,14 +27,20 @@ from sklearn.metrics import roc_auc_score
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
 from neurips26.core.config import nested, param
-from neurips26.data.plant_sim import FAMILIES, PlantSimConfig, simulate_plant
-from neurips26.data.state_benchmarks import NO_STATES, REAL_ANOMALIES, SEMI_REAL, STATELESS, make_benchmark
 from neurips26.methods.star.baselines import BackboneDetector, PerStateDetector, SeriesPyOD, WindowedPyOD
 from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.integration import STARDetector, n_trainable
 from neurips26.methods.star.metrics import point_adjusted_f1, range_pr_auc, range_pr_vus
-from neurips26.zoo.tiny_patchtst import load_tiny_patchtst
-from neurips26.zoo.tsfm import load_tiny_tsfm
+from neurips26.methods.star.plant_sim import FAMILIES, PlantSimConfig, simulate_plant
+from neurips26.methods.star.state_benchmarks import (
+    NO_STATES,
+    REAL_ANOMALIES,
+    SEMI_REAL,
+    STATELESS,
+    make_benchmark,
+)
+from neurips26.methods.star.tiny_patchtst import load_tiny_patchtst
+from neurips26.methods.star.tsfm import load_tiny_tsfm
 
 
 @dataclass

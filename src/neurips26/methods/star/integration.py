@@ -21,7 +21,7 @@ from sklearn.exceptions import NotFittedError  # sklearn's type: clone/check_is_
 
 from neurips26.methods.star.config import FINE_TUNING, STARConfig
 from neurips26.methods.star.core import MaskedPatchReconstructor, inject_star
-from neurips26.zoo.tsfm import TSBackbone, load_tiny_tsfm
+from neurips26.methods.star.tsfm import TSBackbone, load_tiny_tsfm
 
 __all__ = ["STARDetector", "SchemaSeries", "WindowedReconstructionDetector", "encode_series"]
 

@@ -7,7 +7,8 @@ the existence reward (the share of extended anomaly ranges hit at least once); p
 true-positive mass over the number of alarms; the PR area is a trapezoid sum; VUS-PR averages it over
 buffers 0..max_buffer. aeon loops over thresholds and buffers in Python (minutes on 10 k steps with its
 default ``max_buffer_size=500``); this version is vectorised over thresholds and ranges, and is checked
-against a loop written from the definition (``tests/methods/test_star_metrics.py``) and against aeon itself
+against a loop written from the definition (``tests/methods/star/test_star_metrics.py``) and against aeon
+itself
 where aeon is installed. aeon is not a dependency: aeon 1.6 pins numba < 0.64, which would move numpy and
 numba under the other methods.
 """

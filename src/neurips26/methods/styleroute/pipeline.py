@@ -229,7 +229,8 @@ class StyleRoutePipeline(DiffusionPipeline):
         both on a grid downsampled by ``probe_scale``, the map upsampled to the content's size. The two
         routes run one after the other on ``B`` rows each: on one CPU thread a batch of ``2B`` through our
         prior measured no faster, and up to ~25% slower at 96-128 px, than two batches of ``B``
-        (``benchmarks/bench_styleroute.py`` README table). Only x0-hat of the last step is used, so that
+        (``benchmarks/styleroute/bench_styleroute.py`` README table). Only x0-hat of the last step is
+        used, so that
         step skips its DDIM update.
         """
         cfg, den = self.route_config, self.denoiser
