@@ -17,7 +17,7 @@ CONFORMANCE: tuple[tuple[str, str], ...] = ()
 CONFORMANCE_REASON: str = (
     "POES is an evaluation scheduler for prompt optimisers; its one ecosystem contract, gepa's "
     "EvaluationPolicy hook, has no shared family and is checked in "
-    "tests/methods/test_poes_integration.py."
+    "tests/methods/poes/test_poes_integration.py."
 )
 
 __all__ = [

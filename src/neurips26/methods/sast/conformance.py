@@ -7,9 +7,9 @@ import torch.nn.functional as F
 
 from neurips26.methods.sast.backbone import MiniCLIPBackbone
 from neurips26.methods.sast.config import SASTConfig
+from neurips26.methods.sast.miniclip import MiniCLIP, MiniCLIPConfig
 from neurips26.methods.sast.trainer import ResidualAdapter, SASTClassifier
 from neurips26.testing.conformance import ModuleExample
-from neurips26.zoo.miniclip import MiniCLIP, MiniCLIPConfig
 
 _EMBED = 16
 

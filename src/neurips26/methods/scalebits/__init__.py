@@ -34,16 +34,16 @@ CONFORMANCE: tuple[tuple[str, str], ...] = (
 #: repository root); the README's "Central ideas" section says how each is switched off.
 IDEAS: dict[str, str] = {
     "sensitivity is measured on the current quantized model": (
-        "tests/methods/test_scalebits_ideas.py::test_idea_dynamic_sensitivity_is_measured_on_the_quantized_model"
+        "tests/methods/scalebits/test_scalebits_ideas.py::test_idea_dynamic_sensitivity_is_measured_on_the_quantized_model"
     ),
     "the greedy lowers the least sensitive tiles first": (
-        "tests/methods/test_scalebits_ideas.py::test_idea_greedy_lowers_the_least_sensitive_tiles_first"
+        "tests/methods/scalebits/test_scalebits_ideas.py::test_idea_greedy_lowers_the_least_sensitive_tiles_first"
     ),
     "channels are scored from both sides of a fold": (
-        "tests/methods/test_scalebits_ideas.py::test_idea_bidirectional_reordering_gathers_the_consumer_side"
+        "tests/methods/scalebits/test_scalebits_ideas.py::test_idea_bidirectional_reordering_gathers_the_consumer_side"
     ),
     "the quantizer folds the reordering into the model": (
-        "tests/methods/test_scalebits_ideas.py::test_idea_quantizer_folds_the_reordering"
+        "tests/methods/scalebits/test_scalebits_ideas.py::test_idea_quantizer_folds_the_reordering"
     ),
 }
 

@@ -10,7 +10,7 @@ from neurips26.testing.conformance.quantizer import QuantizerCase
 
 
 def _tiny_dit() -> torch.nn.Module:
-    from neurips26.zoo.tiny_vdit import TinyVDiT, TinyVDiTConfig
+    from neurips26.methods.semanticdialect.tiny_vdit import TinyVDiT, TinyVDiTConfig
 
     torch.manual_seed(0)
     return TinyVDiT(TinyVDiTConfig(frames=2, size=16, patch=4, dim=64, heads=2, blocks=1))

@@ -47,16 +47,16 @@ from neurips26.methods.solar.validation import Validation
 #: repository root); the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "exact iteration domains (guarded affine loops)": (
-        "tests/methods/test_solar.py::test_idea_causal_attention_counts_the_triangle"
+        "tests/methods/solar/test_solar.py::test_idea_causal_attention_counts_the_triangle"
     ),
     "a bound only from a validated lowering": (
-        "tests/methods/test_solar.py::test_idea_validation_gate_rejects_a_wrong_lowering"
+        "tests/methods/solar/test_solar.py::test_idea_validation_gate_rejects_a_wrong_lowering"
     ),
     "the fused bound counts only compulsory traffic": (
-        "tests/methods/test_solar.py::test_idea_fused_bound_counts_only_the_programs_compulsory_traffic"
+        "tests/methods/solar/test_solar.py::test_idea_fused_bound_counts_only_the_programs_compulsory_traffic"
     ),
     "the cache-aware bound (Hong-Kung)": (
-        "tests/methods/test_solar.py::test_idea_cache_aware_bound_uses_hong_kung_when_cache_is_small"
+        "tests/methods/solar/test_solar.py::test_idea_cache_aware_bound_uses_hong_kung_when_cache_is_small"
     ),
 }
 # tests/test_conformance.py: no ecosystem API family fits this method's public API.

@@ -45,13 +45,13 @@ from neurips26.methods.solexecbench.static_check import Finding, static_check
 #: repository root); the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "score against the speed of light from solar": (
-        "tests/methods/test_solexecbench.py::test_idea_honest_ladder_passes_with_bounded_monotone_scores"
+        "tests/methods/solexecbench/test_solexecbench.py::test_idea_honest_ladder_passes_with_bounded_monotone_scores"
     ),
     "dynamic defences against reward hacks": (
-        "tests/methods/test_solexecbench.py::test_idea_dynamic_defence_catches_red_team"
+        "tests/methods/solexecbench/test_solexecbench.py::test_idea_dynamic_defence_catches_red_team"
     ),
     "the SOL floor re-verifies a time below the bound": (
-        "tests/methods/test_solexecbench_hardening.py::test_idea_sol_floor_flags_only_beyond_the_measured_noise"
+        "tests/methods/solexecbench/test_solexecbench_hardening.py::test_idea_sol_floor_flags_only_beyond_the_measured_noise"
     ),
 }
 

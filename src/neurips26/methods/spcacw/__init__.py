@@ -19,10 +19,10 @@ CONFORMANCE: tuple[tuple[str, str], ...] = (
 #: repository root); the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "the bound's bias term keeps harmful peers out": (
-        "tests/methods/test_spcacw_engine.py::test_idea_engine_bias_term_keeps_the_other_concepts_peers_out"
+        "tests/methods/spcacw/test_spcacw_engine.py::test_idea_engine_bias_term_keeps_the_other_concepts_peers_out"
     ),
     "the debiased bias estimate lets near peers in": (
-        "tests/methods/test_spcacw_engine.py::test_idea_engine_debiased_estimate_lets_same_concept_peers_in"
+        "tests/methods/spcacw/test_spcacw_engine.py::test_idea_engine_debiased_estimate_lets_same_concept_peers_in"
     ),
 }
 

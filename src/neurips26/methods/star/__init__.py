@@ -9,13 +9,13 @@ from neurips26.methods.star.metrics import range_pr_auc, range_pr_vus
 #: repository root); the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "the Conditional Bottleneck Adapter's update depends on the state": (
-        "tests/methods/test_star.py::test_idea_detector_conditions_the_adapter_on_the_state"
+        "tests/methods/star/test_star.py::test_idea_detector_conditions_the_adapter_on_the_state"
     ),
     "the Identity-guided State Encoder reads a learnable state memory": (
-        "tests/methods/test_star.py::test_idea_detector_reads_the_state_memory"
+        "tests/methods/star/test_star.py::test_idea_detector_reads_the_state_memory"
     ),
     "Numeral-State Matching catches state anomalies with no numeric effect": (
-        "tests/methods/test_star.py::test_idea_matching_flags_a_state_flip_with_no_numeric_effect"
+        "tests/methods/star/test_star.py::test_idea_matching_flags_a_state_flip_with_no_numeric_effect"
     ),
 }
 

@@ -8,8 +8,8 @@ import torch
 from neurips26.methods.star.config import STARConfig
 from neurips26.methods.star.core import inject_star
 from neurips26.methods.star.integration import STARDetector
+from neurips26.methods.star.tsfm import TinyTSFM, TinyTSFMConfig
 from neurips26.testing.conformance import EstimatorExample, ModuleExample
-from neurips26.zoo.tsfm import TinyTSFM, TinyTSFMConfig
 
 _WINDOW = 16
 _VOCABULARIES = {2: (0, 1), 3: (0, 1, 2)}  # columns 2 and 3 are states; 0 and 1 are numeric

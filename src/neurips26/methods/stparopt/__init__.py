@@ -16,10 +16,10 @@ from neurips26.methods.stparopt.verify import VerifyItem, nvcc_compile, verify_o
 #: repository root); the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "execution stride evidence resolves what the source cannot": (
-        "tests/methods/test_stparopt_model.py::test_idea_analyze_resolves_the_scatter_from_execution_evidence"
+        "tests/methods/stparopt/test_stparopt_model.py::test_idea_analyze_resolves_the_scatter_from_execution_evidence"
     ),
     "entropy-guided fusion: evidence only where the static branch is uncertain": (
-        "tests/methods/test_stparopt_model.py::test_idea_analyze_profiles_and_fuses_only_where_the_source_is_uncertain"
+        "tests/methods/stparopt/test_stparopt_model.py::test_idea_analyze_profiles_and_fuses_only_where_the_source_is_uncertain"
     ),
 }
 

@@ -30,7 +30,7 @@ def _variant(press: Any, ratio: float) -> Any:
 
 
 def _hook_counts(model: Any) -> list[int]:
-    from neurips26.zoo.press_eval import decoder_layers
+    from neurips26.methods.spectralkv.press_eval import decoder_layers
 
     return [len(layer.self_attn._forward_hooks) for layer in decoder_layers(model)]
 
