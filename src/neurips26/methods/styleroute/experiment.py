@@ -293,6 +293,10 @@ METRICS = (
     Metric("prior_gate", "max", "0/1", "1 when the seed's prior passed the sanity gate"),
 )
 
+# The positive contrast of every claim (issue #48): a diffusion editor (SDEdit) vs single-scale Gatys
+# optimisation at this step budget, on the same hypervolume: a design that cannot rank these cannot rank ours.
+CONTRAST = ("sdedit", "gatys")
+
 CLAIMS = (
     Claim(
         "StyleRoute's structure-vs-style frontier dominates SDEdit's and StyleID-like's (hypervolume)",
@@ -300,6 +304,7 @@ CLAIMS = (
         "styleroute",
         ("sdedit", "styleid"),
         controls=("random_r",),
+        contrast=CONTRAST,
     ),
     Claim(
         "StyleRoute reaches lower texture-region SWD at equal structure (texture hypervolume)",
@@ -307,6 +312,7 @@ CLAIMS = (
         "styleroute",
         ("sdedit", "styleid"),
         controls=("random_r",),
+        contrast=CONTRAST,
     ),
     Claim(
         "region-matching AdaIN loses to StyleRoute on the texture frontier",
@@ -314,6 +320,7 @@ CLAIMS = (
         "styleroute",
         ("region_adain",),
         controls=("global_adain",),
+        contrast=CONTRAST,
     ),
 )
 
