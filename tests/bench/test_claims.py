@@ -75,6 +75,9 @@ def test_a_resolved_contrast_leaves_the_verdict_alone() -> None:
     assert judged["reproduced"] == "true" and judged["contrast"] == ["good", "bad"]
     contrast = judged["checks"][0]["contrast"]
     assert contrast["reproduced"] == "true" and contrast["effect"] == pytest.approx(0.492)
+    table = claims_table(result)  # the README names the contrast and shows its size and that it resolved
+    assert "contrast: good > bad" in table
+    assert "contrast 0.492 [0.468, 0.516] ✓" in table
 
 
 def test_two_identical_systems_as_contrast_make_the_claim_uninformative() -> None:
