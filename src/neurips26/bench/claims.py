@@ -6,7 +6,9 @@ known-bad one is ``uninformative``), then the floors (a compared system no bette
 check ``inconclusive: <system> below floor``), then equal budgets (a frontier metric over unequal
 numbers of sweep points makes it ``inconclusive: unequal sweep points``), then identity (ours equal to a
 baseline or a control cell for cell is ``indistinguishable``), then the negative controls (a control
-that passes too makes a true check ``vacuous``).
+that passes too makes a true check ``vacuous``). Last, a point where every compared system is past the
+metric's ``fail_level`` is ``inconclusive: <fail_reason>`` (no method identifies theta here): it compares
+failures.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from neurips26.bench.experiment import Claim, Experiment, Profile
+from neurips26.bench.experiment import Claim, Experiment, Metric, Profile
 from neurips26.bench.results import point_key
 from neurips26.bench.stats import (
     MIN_PAIRS,
@@ -122,6 +124,7 @@ def _check_point(
     if claim.contrast is not None:
         check.contrast = _contrast_check(claim, options, cells, point)
         _apply_contrast(check, check.contrast)
+    _apply_fail_level(check, experiment.metric(claim.metric), {claim.ours: ours, **baselines}, cluster)
     return check.to_dict()
 
 
@@ -223,6 +226,22 @@ def _apply_contrast(check: ClaimCheck, contrast: dict) -> None:
         return
     check.reproduced = "uninformative"
     check.reason = f"design cannot resolve {good} vs {bad}"
+
+
+def _apply_fail_level(
+    check: ClaimCheck, metric: Metric, compared: dict[str, dict[Any, float]], cluster: Cluster | None
+) -> None:
+    """Every compared system past the metric's ``fail_level`` makes the point ``inconclusive:
+    <fail_reason>``: comparing failures says nothing about the claim, whatever the contrast says."""
+    if metric.fail_level is None or not compared:
+        return
+    failed = [
+        below_floor(values, metric.fail_level, goal=metric.goal, cluster=cluster)
+        for values in compared.values()
+    ]
+    if all(why is not None for why in failed):  # a system without values never counts as failed
+        check.reproduced = "inconclusive"
+        check.reason = metric.fail_reason
 
 
 def control_warnings(claim: Claim, cells: list[dict], points: list[dict | None]) -> list[str]:

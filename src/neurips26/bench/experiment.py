@@ -30,6 +30,11 @@ class Metric:
     ``floor_source`` saying why: a compared system that does not clear it is ``broken``, and a claim
     comparing it is ``inconclusive: <system> below floor``. A floor measured by a system (the
     un-adapted model) is declared with ``Experiment.floors`` instead.
+    ``fail_level`` is the value at which a system has failed outright (a relative parameter error of 1: the
+    parameter not identified), with ``fail_reason`` the verdict's wording (``"no method identifies theta
+    here"``). Unlike a floor, one system past it does not stop a comparison (ours identifying what a
+    baseline cannot is a finding); a point where every compared system is past it is ``inconclusive:
+    <fail_reason>`` instead of a comparison of failures (issue #48).
     ``timing=True`` marks a wall-clock time or a value derived from one (a speed-up, a validity decided
     under a time limit): it varies from run to run, so comparisons of two results leave it out.
     ``points_metric`` marks a frontier metric (a hypervolume or an area over a system's own sweep, which
@@ -44,6 +49,8 @@ class Metric:
     description: str = ""
     floor: float | None = None
     floor_source: str = ""
+    fail_level: float | None = None
+    fail_reason: str = ""
     timing: bool = False
     points_metric: str | None = None
 
@@ -57,6 +64,13 @@ class Metric:
         if self.floor is not None and not self.floor_source.strip():
             raise ValueError(
                 f"Metric {self.name!r}: a floor needs its floor_source (e.g. 'chance: 3 classes')"
+            )
+        if self.fail_level is not None and not math.isfinite(self.fail_level):
+            raise ValueError(f"Metric {self.name!r}: fail_level must be finite, got {self.fail_level}")
+        if (self.fail_level is None) != (not self.fail_reason.strip()):
+            raise ValueError(
+                f"Metric {self.name!r}: fail_level and fail_reason go together (got fail_level="
+                f"{self.fail_level!r}, fail_reason={self.fail_reason!r})"
             )
 
 

@@ -420,6 +420,13 @@ def test_theta_error_scoring() -> None:
     assert relative_theta_error(model, "pendulum") == pytest.approx(0.1, rel=1e-5)
 
 
+def test_theta_error_fails_where_an_estimate_of_zero_scores() -> None:
+    # issue #48: the fail level ("no method identifies theta here") is the score of theta_hat = 0
+    model = HybridModel(FrictionlessPendulum(0.0), None)
+    fail_level = EXPERIMENT.metric("theta_error").fail_level
+    assert relative_theta_error(model, "pendulum") == pytest.approx(fail_level)
+
+
 def test_optimizer_defaults_come_from_the_config_and_added_groups_get_their_roles_radius() -> None:
     """One home per default: ``SAMHybrid``'s radii are ``SAMHybridConfig``'s, also for groups added later."""
     config = SAMHybridConfig()

@@ -9,7 +9,13 @@ import numpy as np
 import torch
 
 from neurips26.bench.experiment import SilentProgress
-from neurips26.methods.star.experiment import EXPERIMENT, SYSTEMS, _shuffle_states, score_metrics
+from neurips26.methods.star.experiment import (
+    EXPERIMENT,
+    SYSTEMS,
+    _shuffle_states,
+    build_detector,
+    score_metrics,
+)
 
 torch.set_num_threads(1)
 README = Path(__file__).parents[3] / "src" / "neurips26" / "methods" / "star" / "README.md"
@@ -59,3 +65,17 @@ def test_deep_pyod_baselines_run_on_a_short_series() -> None:
         system = EXPERIMENT.build_system(name, config)
         metrics = EXPERIMENT.run(system, config, profile, 0, SilentProgress())
         assert math.isfinite(metrics["vus_pr"]) and "trainable_params" not in metrics
+
+
+def test_random_scores_ignore_the_data_and_follow_the_seed() -> None:
+    # the known-bad side of every claim's contrast (issue #48) must not see the series
+    system = EXPERIMENT.build_system("random_scores", tiny_config())
+    rng = np.random.default_rng(0)
+    train, first, second = rng.normal(size=(50, 3)), rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
+
+    def scores(seed: int, test: np.ndarray) -> np.ndarray:
+        return build_detector(system, tiny_config(), {}, seed).fit(train).decision_function(test)
+
+    assert scores(1, first).shape == (40,)
+    assert np.array_equal(scores(1, first), scores(1, second))
+    assert not np.array_equal(scores(1, first), scores(2, first))

@@ -408,6 +408,13 @@ def _factory(system: System):
     )
 
 
+# Positive contrasts (issue #48). Ground-truth subgoals vs no decomposition: the paper's premise that good
+# subgoals help the synthesizer. An RL decomposer that never sees GT subgoals mismatches them more than
+# the SL decomposer trained on them, and its subgoals are harder to synthesize.
+TASK_CONTRAST = ("gt_oracle", "no_decomposition")
+MISMATCH_CONTRAST = ("rl_only", "sl_decomposer")
+SYNTH_CONTRAST = ("sl_decomposer", "rl_only")
+
 EXPERIMENT = Experiment(
     slug="sad",
     config_cls=SADExperimentConfig,
@@ -418,6 +425,7 @@ EXPERIMENT = Experiment(
             "sad",
             ("sl_decomposer",),
             controls=("rl_only",),
+            contrast=TASK_CONTRAST,
         ),
         Claim(
             "SAD beats the solver-blind SL decomposer on in-distribution task accuracy",
@@ -425,6 +433,7 @@ EXPERIMENT = Experiment(
             "sad",
             ("sl_decomposer",),
             controls=("rl_only",),
+            contrast=TASK_CONTRAST,
         ),
         Claim(
             "accuracy paradox: SAD matches GT subgoals less often than the SL decomposer (in-distribution)",
@@ -434,6 +443,7 @@ EXPERIMENT = Experiment(
             # control: a decomposer trained by reward alone never imitates GT either; if it mismatches GT
             # as much, the mismatch alone is no paradox of SAD's (the verdict says vacuous)
             controls=("rl_only",),
+            contrast=MISMATCH_CONTRAST,
         ),
         Claim(
             "SAD's subgoals are easier for the synthesizer than the SL decomposer's (in-distribution)",
@@ -441,6 +451,7 @@ EXPERIMENT = Experiment(
             "sad",
             ("sl_decomposer",),
             controls=("rl_only",),
+            contrast=SYNTH_CONTRAST,
         ),
     ),
     metrics=METRICS,

@@ -176,6 +176,13 @@ METRICS = (
     Metric("seconds", "min", "s", "wall time of the exploration", timing=True),
 )
 
+# Positive contrasts (issue #48). Coverage: frontier-driven PUCT vs a random walk. Ambiguity: no explorer is
+# known to lower it faster; BFS's systematic re-visits vs a random walk is the least presumptive pair, and
+# the raw ambiguity signal vs a random walk's for its AUROC.
+COVERAGE_CONTRAST = ("frontier_puct", "random")
+AMBIGUITY_CONTRAST = ("bfs", "random")
+AUROC_CONTRAST = ("screensearch_raw_signal", "random")
+
 CLAIMS = (
     Claim(
         "ScreenSearch keeps at least frontier-only PUCT's latent coverage (on the novelty side of the front)",
@@ -186,6 +193,7 @@ CLAIMS = (
         margin=0.05,
         margin_source="ours: 5% of frontier-only's coverage, about 2 latent states of ~45",
         controls=("random",),
+        contrast=COVERAGE_CONTRAST,
         where={"budget": (300,)},
     ),
     Claim(
@@ -194,6 +202,7 @@ CLAIMS = (
         ours="ambiguity_only",
         versus=("frontier_puct", "screensearch", "novelty_uct", "bfs", "dfs"),
         controls=("random",),
+        contrast=AMBIGUITY_CONTRAST,
         where={"budget": (300,)},
     ),
     Claim(
@@ -202,6 +211,7 @@ CLAIMS = (
         ours="ambiguity_only",
         versus=("frontier_puct", "screensearch"),
         controls=("random",),
+        contrast=AMBIGUITY_CONTRAST,
         where={"budget": (300,)},
     ),
     Claim(
@@ -210,6 +220,7 @@ CLAIMS = (
         ours="screensearch",
         versus=("ambiguity_only",),
         controls=("random",),
+        contrast=COVERAGE_CONTRAST,
         where={"budget": (300,)},
     ),
     Claim(
@@ -218,6 +229,7 @@ CLAIMS = (
         ours="screensearch",
         versus=("novelty_uct", "bfs", "dfs"),
         controls=("random",),
+        contrast=COVERAGE_CONTRAST,
         where={"budget": (300,)},
     ),
     Claim(
@@ -226,6 +238,7 @@ CLAIMS = (
         ours="screensearch",
         versus=("screensearch_noprior",),
         controls=("screensearch_shuffled_prior",),
+        contrast=COVERAGE_CONTRAST,
         where={"budget": (300,)},
     ),
     Claim(
@@ -234,6 +247,7 @@ CLAIMS = (
         ours="screensearch",
         versus=("screensearch_raw_signal",),
         controls=("random",),
+        contrast=AUROC_CONTRAST,
         where={"budget": (300,)},
     ),
 )

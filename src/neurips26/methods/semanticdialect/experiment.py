@@ -264,6 +264,10 @@ METRICS = (
     Metric("act_outlier_share", "max", "", "FP: share of linear inputs beyond 6 standard deviations"),
 )
 
+# Positive contrast of every claim (issue #48): NVFP4 (FP8 scales per 16) is known closer to FP than MXFP4
+# (power-of-two scales per 32); a design that cannot rank them cannot rank 4-bit formats.
+CONTRAST = ("nvfp4", "mxfp4")
+
 CLAIMS = (
     Claim(
         "SemanticDialect is closest to full precision (PSNR) among the 4-bit formats",
@@ -271,6 +275,7 @@ CLAIMS = (
         "semanticdialect",
         FORMAT_BASELINES,
         controls=("sd_random_dialect",),
+        contrast=CONTRAST,
     ),
     Claim(
         "SemanticDialect has the lowest Frechet distance to FP among the 4-bit formats",
@@ -278,6 +283,7 @@ CLAIMS = (
         "semanticdialect",
         FORMAT_BASELINES,
         controls=("sd_random_dialect",),
+        contrast=CONTRAST,
     ),
     Claim(
         "SeDA lowers flicker versus the same formatbook without SeDA",
@@ -285,6 +291,7 @@ CLAIMS = (
         "sd_seda",
         ("sd_lut64",),
         controls=("sd_seda_random",),
+        contrast=CONTRAST,
     ),
     Claim(
         "attention-guided decomposition lowers the high-noise velocity error versus no decomposition",
@@ -292,6 +299,7 @@ CLAIMS = (
         "sd_decomp",
         ("sd_lut64",),
         controls=("sd_decomp_random",),
+        contrast=CONTRAST,
     ),
 )
 

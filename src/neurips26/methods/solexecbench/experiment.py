@@ -286,6 +286,11 @@ METRICS = (
     Metric("eval_seconds", "min", "s", "wall time per (solution, problem) evaluation", timing=True),
 )
 
+# Positive contrasts (issue #48): bitwise equality rejects every hack and a naive harness almost none;
+# on the honest ladder a tolerant check has no false positives and bitwise equality flags rounding.
+DETECTION_CONTRAST = ("exact_match", "naive")
+HONEST_CONTRAST = ("naive", "exact_match")
+
 EXPERIMENT = Experiment(
     slug="solexecbench",
     config_cls=SolExecBenchExperimentConfig,
@@ -299,6 +304,7 @@ EXPERIMENT = Experiment(
             # the naive harness must not pass against the others (the check alone catches 0.54 of the
             # red team: the defences, not the tolerance rule, have to earn the claim)
             controls=("naive",),
+            contrast=DETECTION_CONTRAST,
         ),
         Claim(
             "with no more false positives on the honest ladder",
@@ -310,6 +316,7 @@ EXPERIMENT = Experiment(
             margin_scale="absolute",
             margin_source="ours: one honest solution in fifty (margin 0 cannot be shown on an exact tie)",
             controls=("exact_match",),
+            contrast=HONEST_CONTRAST,
         ),
         Claim(
             "and SOL scores at least as monotone along the ladder",
@@ -321,6 +328,7 @@ EXPERIMENT = Experiment(
             margin_scale="absolute",
             margin_source="ours: one honest solution in fifty (margin 0 cannot be shown on an exact tie)",
             controls=("exact_match",),
+            contrast=HONEST_CONTRAST,
         ),
     ),
     metrics=METRICS,

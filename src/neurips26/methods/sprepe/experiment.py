@@ -379,6 +379,10 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Positive contrast of every claim (issue #48): a trained position embedding vs none, on the same metric.
+# A task where it is not resolved does not need position, and cannot judge a claim about embeddings.
+CONTRAST = ("learned_ape", "none")
+
 EXPERIMENT = Experiment(
     slug="sprepe",
     config_cls=SpRePEExperimentConfig,
@@ -392,6 +396,7 @@ EXPERIMENT = Experiment(
             margin=0.02,
             margin_source="ours: 'matches' read as within 2% accuracy (about 1 SD across seeds)",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=DIGITS,
         ),
         Claim(
@@ -401,6 +406,7 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="better",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=DIGITS,
         ),
         Claim(
@@ -410,6 +416,7 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="better",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=DIGITS,
         ),
         Claim(
@@ -421,6 +428,7 @@ EXPERIMENT = Experiment(
             margin=0.02,
             margin_source="ours: 'matches' read as within 2% accuracy (about 1 SD across seeds)",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=DIGITS,
         ),
         Claim(
@@ -432,6 +440,7 @@ EXPERIMENT = Experiment(
             margin=0.05,
             margin_source="ours: 'matches' read as within 5% rollout error",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=SHALLOW_WATER,
         ),
         Claim(
@@ -441,6 +450,7 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="better",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=SHALLOW_WATER,
         ),
         Claim(
@@ -452,6 +462,7 @@ EXPERIMENT = Experiment(
             margin=0.05,
             margin_source="ours: 'matches' read as within 5% rollout error",
             controls=NO_POSITION,
+            contrast=CONTRAST,
             where=SHALLOW_WATER,
         ),
     ),

@@ -76,7 +76,7 @@ class System:
     """One system: a STAR variant (``star`` set) or a baseline detector (``kind``)."""
 
     name: str
-    kind: str  # "star", "backbone", "per_state", "pyod", "pyod_series"
+    kind: str  # "star", "backbone", "per_state", "pyod", "pyod_series", "random"
     star: STARConfig | None = None
     state_handling: str = "drop"
     adapter: str = "lora"
@@ -107,6 +107,8 @@ SYSTEMS = {
         "anomaly_transformer", "pyod_series", inner="anomaly_transformer"
     ),
     "star_shuffled_states": _star("star_shuffled_states", shuffle_states=True),
+    # the known-bad side of every claim's positive contrast (issue #48): scores independent of the data
+    "random_scores": lambda c: System("random_scores", "random"),
     "star_no_memory": _star("star_no_memory", use_memory=False),
     "star_no_conditioning": _star("star_no_conditioning", use_conditioning=False),
     "star_no_matching": _star("star_no_matching", use_matching=False),
@@ -129,8 +131,23 @@ def _for_backbone(star: STARConfig, backbone: str) -> STARConfig:
     return dataclasses.replace(star, target_modules=names)
 
 
+class RandomScores:
+    """A detector that has learnt nothing: uniform scores drawn from the seed (VUS-PR at chance)."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def fit(self, train: np.ndarray) -> RandomScores:
+        return self
+
+    def decision_function(self, test: np.ndarray) -> np.ndarray:
+        return np.random.default_rng(self.seed).random(len(test))
+
+
 def build_detector(system: System, config: STARExperimentConfig, schema: dict, seed: int) -> Any:
     """The detector of a system, with the experiment's shared windowing and fine-tuning budget."""
+    if system.kind == "random":
+        return RandomScores(seed)
     if system.kind == "pyod":
         return WindowedPyOD(schema, inner=system.inner, random_state=seed)
     if system.kind == "pyod_series":
@@ -242,13 +259,17 @@ FAMILY_METRICS = tuple(
     Metric(f"vus_pr_{name}", "max", "", f"VUS-PR on the {name.replace('_', '-')} anomalies only")
     for name in FAMILIES.values()
 )
-CORE_SYSTEMS = ("star", *BACKBONE_VARIANTS, "iforest", "pca", "star_shuffled_states")
+CORE_SYSTEMS = ("star", *BACKBONE_VARIANTS, "iforest", "pca", "star_shuffled_states", "random_scores")
 A = {"benchmark": ("mini_swat",)}
 A_PROFILES = ("smoke", "default", "full")  # profiles that run mini-SWaT
 BC_PROFILES = ("semireal", "full")  # profiles that run B and C
 PYOD_DETECTORS = ("iforest", "pca", "lstm_ad", "anomaly_transformer")
 # the sanity profile on real labelled anomalies: no states, so only the systems that run without them
-REAL_SYSTEMS = ("star", "numeric_only", "static_lora", *PYOD_DETECTORS)
+REAL_SYSTEMS = ("star", "numeric_only", "static_lora", *PYOD_DETECTORS, "random_scores")
+# The positive contrast of every claim (issue #48): the backbone fine-tuned with a static LoRA vs scores that
+# ignore the data (IForest does not clear random scores on mini-SWaT at 5 seeds); a design that cannot rank
+# these cannot rank detectors.
+CONTRAST = ("static_lora", "random_scores")
 
 
 def _no_worse_without_states(
@@ -267,6 +288,7 @@ def _no_worse_without_states(
         margin_source="ours: 0.02 VUS-PR, the seed-to-seed spread (sd 0.019-0.038) of the backbone "
         "variants on mini-SWaT",
         controls=("numeric_only",),
+        contrast=CONTRAST,
         where={"benchmark": benchmarks},
         profiles=profiles,
     )
@@ -283,6 +305,7 @@ EXPERIMENT = Experiment(
             "star",
             BACKBONE_VARIANTS,
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where=A,
             profiles=A_PROFILES,
         ),
@@ -292,6 +315,7 @@ EXPERIMENT = Experiment(
             "star",
             BACKBONE_VARIANTS,
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where=A,
             profiles=A_PROFILES,
         ),
@@ -301,6 +325,7 @@ EXPERIMENT = Experiment(
             "star",
             BACKBONE_VARIANTS,
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where=A,
             profiles=A_PROFILES,
         ),
@@ -310,6 +335,7 @@ EXPERIMENT = Experiment(
             "star",
             ("iforest", "pca"),
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where=A,
             profiles=A_PROFILES,
         ),
@@ -319,6 +345,7 @@ EXPERIMENT = Experiment(
             "star",
             ("lstm_ad", "anomaly_transformer"),
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where=A,
             profiles=A_PROFILES,
         ),
@@ -329,6 +356,7 @@ EXPERIMENT = Experiment(
             "static_lora",
             ("states_as_numbers",),
             controls=("numeric_only",),  # no states and no adapter must not beat states-as-numbers
+            contrast=CONTRAST,
             where=A,
             profiles=A_PROFILES,
         ),
@@ -339,6 +367,7 @@ EXPERIMENT = Experiment(
             "star",
             BACKBONE_VARIANTS,
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where={"benchmark": SEMI_REAL},
             profiles=BC_PROFILES,
         ),
@@ -348,6 +377,7 @@ EXPERIMENT = Experiment(
             "star",
             BACKBONE_VARIANTS,
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where={"benchmark": SEMI_REAL},
             profiles=BC_PROFILES,
         ),
@@ -357,6 +387,7 @@ EXPERIMENT = Experiment(
             "star",
             PYOD_DETECTORS,
             controls=("star_shuffled_states",),
+            contrast=CONTRAST,
             where={"benchmark": SEMI_REAL},
             profiles=BC_PROFILES,
         ),
@@ -426,6 +457,7 @@ EXPERIMENT = Experiment(
                 "one_per_state",
                 "iforest",
                 "star_shuffled_states",
+                "random_scores",
             ),
         ),
         "default": Profile(

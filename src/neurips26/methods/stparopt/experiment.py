@@ -321,6 +321,10 @@ def run(
 
 BASELINES = ("polly", "gcc_autopar", "gcc_autopar_restrict", "token_classifier", "static_only")
 
+# Positive contrast of every claim (issue #48): verdicts from profiling every loop vs marking every loop
+# parallel; a design that cannot rank these cannot rank detectors.
+CONTRAST = ("dynamic_only", "always_parallel")
+
 EXPERIMENT = Experiment(
     slug="stparopt",
     config_cls=STParOptExperimentConfig,
@@ -332,6 +336,7 @@ EXPERIMENT = Experiment(
             "stparopt",
             BASELINES,
             controls=("no_evidence",),
+            contrast=CONTRAST,
         ),
         Claim(
             "the gain is on the irregular and pointer families",
@@ -339,6 +344,7 @@ EXPERIMENT = Experiment(
             "stparopt",
             BASELINES,
             controls=("no_evidence",),
+            contrast=CONTRAST,
         ),
         Claim(
             "STParOpt's verdicts yield more correct CUDA (compiles, matches the C, parallel where possible)",
@@ -346,6 +352,7 @@ EXPERIMENT = Experiment(
             "stparopt",
             BASELINES,
             controls=("no_evidence",),
+            contrast=CONTRAST,
         ),
         Claim(
             "profiling only uncertain loops loses at most 1 point of accuracy against profiling every loop",
@@ -357,6 +364,7 @@ EXPERIMENT = Experiment(
             margin_scale="absolute",
             margin_source="issue: 'gated analysis ... at <= 1 point accuracy loss'",
             controls=("always_parallel",),
+            contrast=CONTRAST,
         ),
     ),
     metrics=(

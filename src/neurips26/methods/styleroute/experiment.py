@@ -323,6 +323,10 @@ METRICS = (
     ),
 )
 
+# The positive contrast of every claim (issue #48): a diffusion editor (SDEdit) vs single-scale Gatys
+# optimisation at this step budget, on the same hypervolume: a design that cannot rank these cannot rank ours.
+CONTRAST = ("sdedit", "gatys")
+
 CLAIMS = (
     Claim(
         "StyleRoute's structure-vs-style frontier dominates SDEdit's and StyleID-like's (hypervolume)",
@@ -330,6 +334,7 @@ CLAIMS = (
         "styleroute",
         ("sdedit", "styleid"),
         controls=("random_r",),
+        contrast=CONTRAST,
     ),
     Claim(
         "StyleRoute reaches lower texture-region SWD at equal structure (texture hypervolume)",
@@ -337,6 +342,7 @@ CLAIMS = (
         "styleroute",
         ("sdedit", "styleid"),
         controls=("random_r",),
+        contrast=CONTRAST,
     ),
     Claim(
         "region-matching AdaIN loses to StyleRoute on the texture frontier",
@@ -344,6 +350,7 @@ CLAIMS = (
         "styleroute",
         ("region_adain",),
         controls=("global_adain",),
+        contrast=CONTRAST,
     ),
 )
 
