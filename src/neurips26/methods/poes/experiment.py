@@ -321,6 +321,7 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
             "poes_raw_accuracy_ranking",
             ("random_minibatch",),
             controls=("fixed_random",),
+            contrast=CONTRAST,
             where=where,
         ),
     )

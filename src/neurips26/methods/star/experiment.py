@@ -399,6 +399,7 @@ EXPERIMENT = Experiment(
             "vus_pr",
             "star",
             ("star_no_memory",),
+            contrast=CONTRAST,
             where={"benchmark": ("mini_swat", *SEMI_REAL)},
             profiles=BC_PROFILES,
         ),
