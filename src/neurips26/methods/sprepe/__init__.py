@@ -33,7 +33,23 @@ from neurips26.methods.sprepe.integration import (
     SpRePEAttention,
 )
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each runs through ``SpRePEAttention``; the README's "Central ideas" table says how
+#: each is switched off.
+IDEAS: dict[str, str] = {
+    "q and k reflected blockwise by H(u(p)) of each token's own position (eq. 1)": (
+        "tests/methods/test_sprepe_ideas.py::test_idea_attention_reflects_q_and_k_by_each_tokens_own_position"
+    ),
+    "'sh' reflectors: a rotation-invariant zonal relative kernel (eq. 2)": (
+        "tests/methods/test_sprepe_ideas.py::test_idea_sh_reflectors_give_the_block_a_rotation_invariant_relative_kernel"
+    ),
+    "no N x N tensor, SDPA unmasked (RoPE's cost)": (
+        "tests/methods/test_sprepe_ideas.py::test_idea_no_pairwise_tensor_through_the_attention_block"
+    ),
+}
+
 __all__ = [
+    "IDEAS",
     "AxialRoPE",
     "EulerSphericalRoPE",
     "GeodesicBiasPE",
