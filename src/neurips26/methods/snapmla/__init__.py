@@ -53,12 +53,26 @@ from neurips26.methods.snapmla.integration import (
 )
 from neurips26.methods.snapmla.pipeline import SNAPMLA, DecodeRecipe, decode_latent_attention, prepare_query
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each decodes through ``use_latent_mla`` + ``LatentMLACache`` on a tiny HF
+#: DeepSeek-V3. The block-wise FP8 P is guarded at the kernel level only (README: through the model its
+#: effect is within the FP8 noise).
+IDEAS: dict[str, str] = {
+    "RoPE-aware per-token quantization (content scale excludes k_R, k_R in BF16)": (
+        "tests/methods/test_snapmla_ideas.py::test_idea_rope_aware_quantization_ignores_the_rope_range_in_decode"
+    ),
+    "pre-scaled domain alignment of q_R and k_R": (
+        "tests/methods/test_snapmla_ideas.py::test_idea_domain_alignment_keeps_the_rope_logits_in_decode"
+    ),
+}
+
 __all__ = [
     "BF16",
     "E4M3_MAX",
     "FLASHMLA_FP8",
     "FORMATS",
     "FP32",
+    "IDEAS",
     "NAIVE_FP8",
     "PER_TOKEN_FP8_ROPE",
     "RECIPES",
