@@ -19,7 +19,29 @@ from neurips26.methods.styleroute.prior import SingleImagePrior
 from neurips26.methods.styleroute.router import RegionRouter, Routing
 from neurips26.methods.styleroute.training import load_prior, make_scheduler, train_prior
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each runs the public ``StyleRoutePipeline``; the README's "Central ideas" table says
+#: how each is switched off.
+IDEAS: dict[str, str] = {
+    "where: r from structure/texture confidences decides where the output is stylised": (
+        "tests/methods/test_styleroute_ideas.py::test_idea_pipeline_routes_and_stylises_texture_more_than_structure"
+    ),
+    "where: the route disagreement D enters the routing": (
+        "tests/methods/test_styleroute_ideas.py::test_idea_pipeline_routing_uses_the_route_disagreement"
+    ),
+    "how: region-wise start time protects r = 0 regions": (
+        "tests/methods/test_styleroute.py::test_idea_region_wise_start_time_protects_r0_regions"
+    ),
+    "how: ILVR anchors the coarse layout where r is low": (
+        "tests/methods/test_styleroute.py::test_idea_ilvr_anchors_the_low_pass_layout_where_r_is_low"
+    ),
+    "how: r-weighted style guidance moves the output toward the style": (
+        "tests/methods/test_styleroute.py::test_idea_style_guidance_lowers_the_guidance_style_loss"
+    ),
+}
+
 __all__ = [
+    "IDEAS",
     "InjectionController",
     "RegionRouter",
     "RouteInputs",
