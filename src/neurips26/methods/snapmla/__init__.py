@@ -55,14 +55,16 @@ from neurips26.methods.snapmla.pipeline import SNAPMLA, DecodeRecipe, decode_lat
 
 #: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
 #: repository root); each decodes through ``use_latent_mla`` + ``LatentMLACache`` on a tiny HF
-#: DeepSeek-V3. The block-wise FP8 P is guarded at the kernel level only (README: through the model its
-#: effect is within the FP8 noise).
+#: DeepSeek-V3; the README's "Central ideas" table says how each is switched off.
 IDEAS: dict[str, str] = {
     "RoPE-aware per-token quantization (content scale excludes k_R, k_R in BF16)": (
         "tests/methods/test_snapmla_ideas.py::test_idea_rope_aware_quantization_ignores_the_rope_range_in_decode"
     ),
     "pre-scaled domain alignment of q_R and k_R": (
         "tests/methods/test_snapmla_ideas.py::test_idea_domain_alignment_keeps_the_rope_logits_in_decode"
+    ),
+    "block-wise dynamic FP8 P with the V scales fused": (
+        "tests/methods/test_snapmla_ideas.py::test_idea_block_dynamic_p_beats_a_static_p_scale_in_decode"
     ),
 }
 
