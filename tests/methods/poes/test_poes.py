@@ -298,7 +298,7 @@ def test_scheduler_select_and_best() -> None:
     assert 0.0 < scheduler.predicted_accuracy(scheduler.best()) < 1.0
 
 
-def test_best_ranks_by_ability_not_raw_accuracy() -> None:
+def test_idea_best_ranks_by_ability_not_raw_accuracy() -> None:
     """Idea 7: a prompt perfect on two easy items must not beat one that is strong on many hard items."""
     items = list(range(40))
     easy, hard = items[:20], items[20:]

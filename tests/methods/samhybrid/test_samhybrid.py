@@ -400,9 +400,11 @@ def test_first_step_climbs_the_loss_along_the_gradient(ascent: str) -> None:
         assert abs(rise) < 0.5 * rho * float(grad_norm)
 
 
-def test_sam_on_the_ml_part_lowers_theta_error_and_a_random_ball_does_not() -> None:
-    # Central idea 1 end to end on the pendulum's additive hybrid (seconds): SAM's flat-minimum pressure
-    # takes theta towards the truth; the same radius in a random direction (the control) does not.
+def test_idea_sam_on_the_ml_part_lowers_theta_error_and_a_random_ball_does_not() -> None:
+    # Central idea 1 end to end, through the experiment's ``run`` on the pendulum's additive hybrid
+    # (seconds): SAM's flat-minimum pressure takes theta towards the truth; the same radius in a random
+    # direction (the control) does not. Switched off (``_ascent_directions`` returning random draws),
+    # ``sam_ml`` is no better than ERM and this test fails.
     config = apply_overrides(
         SAMHybridExperimentConfig(),
         {"iterations": 100, "n_train": 8, "n_test": 4, "measure_sharpness": False},
@@ -439,3 +441,37 @@ def test_optimizer_defaults_come_from_the_config_and_added_groups_get_their_role
     assert optimizer.base_optimizer.param_groups[1]["betas"] == (0.9, 0.999)  # the base's defaults reach it
     with pytest.raises(ValueError, match="role must be 'ml' or 'physics'"):
         optimizer.add_param_group({"params": [torch.nn.Parameter(torch.zeros(1))], "role": "other"})
+
+
+def test_idea_fit_hybrid_perturbs_only_the_ml_part_by_the_whole_radius() -> None:
+    """Central ideas 2 and 3 through the public training loop (``HybridModel.param_groups`` ->
+    ``SAMHybrid.from_config`` -> ``fit_hybrid``): in the one iteration's two passes, the physics sees one
+    theta (rho_physics = 0 reached it through the groups' roles), and the ML weights seen in the two
+    passes differ by exactly rho (the ascent norm spans the ML group only, so the whole radius goes there).
+
+    Switched off (each made this test fail): ``HybridModel.param_groups`` returning groups without roles
+    (the physics then gets the ML radius), and ``SAMHybrid._perturbed_norm`` taking the norm over every
+    group (the ML step is then shorter than rho).
+    """
+    torch.manual_seed(0)
+    data = make_splits(DAMPED_PENDULUM, n_train=4, n_test=2, noise_std=0.01, seed=0)
+    model = HybridModel(FrictionlessPendulum(omega0_sq=0.5), tiny_mlp(2, 2, hidden=8, seed=0), "additive")
+    seen: dict[str, list[torch.Tensor]] = {"physics": [], "ml": []}
+
+    def recorder(part: str):
+        def hook(module: nn.Module, inputs: object) -> None:
+            flat = torch.cat([p.detach().reshape(-1) for p in module.parameters()]).clone()
+            if not seen[part] or not torch.equal(seen[part][-1], flat):
+                seen[part].append(flat)
+
+        return hook
+
+    model.physics.register_forward_pre_hook(recorder("physics"))
+    model.ml.register_forward_pre_hook(recorder("ml"))
+    rho = 0.3
+    optimizer = SAMHybrid.from_config(model.param_groups(), torch.optim.SGD, SAMHybridConfig(rho=rho), lr=0.1)
+    fit_hybrid(model, data.train, data.times, optimizer, iterations=1, window=2, substeps=1)
+    assert len(seen["ml"]) == 2, "the ML part must be seen at w and at w + e(w)"
+    assert len(seen["physics"]) == 1, "the physics was perturbed: rho_physics did not reach its group"
+    ml_step = float(torch.linalg.vector_norm(seen["ml"][1] - seen["ml"][0]))
+    assert ml_step == pytest.approx(rho, rel=1e-4), "the ascent norm must span the perturbed groups only"

@@ -47,7 +47,7 @@ def _check_start_time_masking(pipe) -> None:
     assert np.abs(out[:, 18:] - reference[:, 18:]).mean() > 0.01
 
 
-def test_region_wise_start_time_protects_r0_regions() -> None:
+def test_idea_region_wise_start_time_protects_r0_regions() -> None:
     _check_start_time_masking(tiny_pipeline(t_min=0.0, feather_sigma=0.0))
 
 
@@ -108,7 +108,7 @@ def _ilvr_error(pipe) -> float:
     return float((lp(out) - lp(content)).abs().mean())
 
 
-def test_ilvr_anchors_the_low_pass_layout_where_r_is_low() -> None:
+def test_idea_ilvr_anchors_the_low_pass_layout_where_r_is_low() -> None:
     # uniform start time (t_min = t_max) isolates ILVR's effect from the start-time routing
     common = {"t_min": 0.45, "t_max": 0.45, "ilvr_factor": 16, "ilvr_until": 0.0, "use_guidance": False}
     assert _ilvr_error(tiny_pipeline(**common)) < 0.5 * _ilvr_error(tiny_pipeline(use_ilvr=False, **common))
@@ -132,7 +132,7 @@ def _style_loss_of(pipe) -> float:
         )
 
 
-def test_style_guidance_lowers_the_guidance_style_loss() -> None:
+def test_idea_style_guidance_lowers_the_guidance_style_loss() -> None:
     base = {"use_ilvr": False, "use_adain": False}
     assert _style_loss_of(tiny_pipeline(guidance_scale=1.0, **base)) < _style_loss_of(
         tiny_pipeline(use_guidance=False, **base)

@@ -20,9 +20,31 @@ CONFORMANCE_REASON: str = (
     "tests/methods/poes/test_poes_integration.py."
 )
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each runs through ``POESScheduler.select``/``best``; the README's "Central ideas"
+#: table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "discrimination among the leaders": (
+        "tests/methods/poes/test_poes_simulator.py::test_idea_discrimination_targets_items_at_the_leaders_ability"
+    ),
+    "coverage of the pool": (
+        "tests/methods/poes/test_poes_simulator.py::test_idea_coverage_spreads_the_subset_over_topics"
+    ),
+    "bounded warm-start swaps": (
+        "tests/methods/poes/test_poes_simulator.py::test_idea_bounded_swaps_limit_drift_between_rounds"
+    ),
+    "the adaptive controller": (
+        "tests/methods/poes/test_poes_simulator.py::test_idea_controller_moves_weight_to_discrimination_as_the_margin_grows"
+    ),
+    "prompts ranked by IRT ability": (
+        "tests/methods/poes/test_poes.py::test_idea_best_ranks_by_ability_not_raw_accuracy"
+    ),
+}
+
 __all__ = [
     "CONFORMANCE",
     "CONFORMANCE_REASON",
+    "IDEAS",
     "IRTFit",
     "POESConfig",
     "POESScheduler",

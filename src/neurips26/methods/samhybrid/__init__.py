@@ -23,9 +23,24 @@ CONFORMANCE: tuple[tuple[str, str], ...] = (
     ("module", "neurips26.methods.samhybrid.conformance:tiny_hybrid_model"),
 )
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); the README's "Central ideas" table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "the ascent follows the gradient (sharpness-awareness), which lowers theta's error": (
+        "tests/methods/samhybrid/test_samhybrid.py::test_idea_sam_on_the_ml_part_lowers_theta_error_and_a_random_ball_does_not"
+    ),
+    "only the ML part is perturbed (rho_physics = 0 reaches the physics group)": (
+        "tests/methods/samhybrid/test_samhybrid.py::test_idea_fit_hybrid_perturbs_only_the_ml_part_by_the_whole_radius"
+    ),
+    "the ascent norm spans the perturbed groups only (the whole radius goes to the ML part)": (
+        "tests/methods/samhybrid/test_samhybrid.py::test_idea_fit_hybrid_perturbs_only_the_ml_part_by_the_whole_radius"
+    ),
+}
+
 __all__ = [
     "COMPOSE_SHAPES",
     "CONFORMANCE",
+    "IDEAS",
     "FitHistory",
     "HybridModel",
     "IdentifiabilityReport",

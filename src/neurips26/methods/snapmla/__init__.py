@@ -61,6 +61,21 @@ CONFORMANCE_REASON: str = (
     "test_llm_stock_families.py)."
 )
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each decodes through ``use_latent_mla`` + ``LatentMLACache`` on a tiny HF
+#: DeepSeek-V3; the README's "Central ideas" table says how each is switched off.
+IDEAS: dict[str, str] = {
+    "RoPE-aware per-token quantization (content scale excludes k_R, k_R in BF16)": (
+        "tests/methods/snapmla/test_snapmla_ideas.py::test_idea_rope_aware_quantization_ignores_the_rope_range_in_decode"
+    ),
+    "pre-scaled domain alignment of q_R and k_R": (
+        "tests/methods/snapmla/test_snapmla_ideas.py::test_idea_domain_alignment_keeps_the_rope_logits_in_decode"
+    ),
+    "block-wise dynamic FP8 P with the V scales fused": (
+        "tests/methods/snapmla/test_snapmla_ideas.py::test_idea_block_dynamic_p_beats_a_static_p_scale_in_decode"
+    ),
+}
+
 __all__ = [
     "BF16",
     "CONFORMANCE",
@@ -69,6 +84,7 @@ __all__ = [
     "FLASHMLA_FP8",
     "FORMATS",
     "FP32",
+    "IDEAS",
     "NAIVE_FP8",
     "PER_TOKEN_FP8_ROPE",
     "RECIPES",

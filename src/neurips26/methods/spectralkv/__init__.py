@@ -25,8 +25,24 @@ from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, led
 #: Ecosystem families the public API conforms to (``neurips26.testing.conformance``).
 CONFORMANCE: tuple[tuple[str, str], ...] = (("press", "neurips26.methods.spectralkv.conformance:tiny_press"),)
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each runs ``SpectralKVPress`` on a stock HF Llama; the README's "Central ideas"
+#: list says how each is switched off.
+IDEAS: dict[str, str] = {
+    "entropy budgets: layer budgets follow attention concentration": (
+        "tests/methods/spectralkv/test_spectralkv_ideas.py::test_idea_entropy_budgets_follow_concentration"
+    ),
+    "spectral coreset: residual pivoting suppresses near-duplicates": (
+        "tests/methods/spectralkv/test_spectralkv_ideas.py::test_idea_press_keeps_fewer_near_duplicates_than_snapkv"
+    ),
+    "static budgets compress each layer during prefill (lower peak)": (
+        "tests/methods/spectralkv/test_spectralkv_ideas.py::test_idea_static_prefill_peak_matches_a_per_layer_press"
+    ),
+}
+
 __all__ = [
     "CONFORMANCE",
+    "IDEAS",
     "BudgetLedger",
     "BudgetProfile",
     "SpectralKVPress",

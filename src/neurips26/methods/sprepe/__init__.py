@@ -46,8 +46,24 @@ CONFORMANCE: tuple[tuple[str, str], ...] = (
     ("module", "neurips26.methods.sprepe.conformance:tiny_geodesic_bias"),
 )
 
+#: Each central idea -> the test that switches it off and must then fail (pytest node id, from the
+#: repository root); each runs through ``SpRePEAttention``; the README's "Central ideas" table says how
+#: each is switched off.
+IDEAS: dict[str, str] = {
+    "q and k reflected blockwise by H(u(p)) of each token's own position (eq. 1)": (
+        "tests/methods/sprepe/test_sprepe_ideas.py::test_idea_attention_reflects_q_and_k_by_each_tokens_own_position"
+    ),
+    "'sh' reflectors: a rotation-invariant zonal relative kernel (eq. 2)": (
+        "tests/methods/sprepe/test_sprepe_ideas.py::test_idea_sh_reflectors_give_the_block_a_rotation_invariant_relative_kernel"
+    ),
+    "no N x N tensor, SDPA unmasked (RoPE's cost)": (
+        "tests/methods/sprepe/test_sprepe_ideas.py::test_idea_no_pairwise_tensor_through_the_attention_block"
+    ),
+}
+
 __all__ = [
     "CONFORMANCE",
+    "IDEAS",
     "AxialRoPE",
     "EulerSphericalRoPE",
     "GeodesicBiasPE",
