@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from tests.methods.styleroute_helpers import half_structure_half_texture, images, tiny_pipeline
 
 from neurips26.methods.styleroute.pipeline import to_images, to_tensor
+from tests.methods.styleroute_helpers import half_structure_half_texture, images, tiny_pipeline
 
 torch.set_num_threads(1)
 
