@@ -333,7 +333,7 @@ PROFILES = {
     ),
     "default": Profile(
         "default",
-        budget_s=300,  # estimated from a 1-seed profile of the verdict slice (~45 s per seed here)
+        budget_s=350,  # 1 seed: 76 s with both placements vs 65 s before (one session, load ~5): x 1.17
         seeds=5,
         # issue #48: both question placements (the in-window one is where the presses have headroom); 5
         # passkey probes per placement instead of 10 after a distractor (passkey is at the floor for
