@@ -381,3 +381,34 @@ def test_uniform_rtn_through_torchao_quantize_equals_quantize_and_report(llama) 
     assert packed
     for name in packed:
         assert torch.equal(ours.get_submodule(name).dequantize(), theirs.get_submodule(name).dequantize())
+def test_full_precision_contrast_system_leaves_the_model_as_it_is(llama, tokens) -> None:
+    """Issue #48: the known-good end of every contrast is the unquantized model, at its stored width."""
+    from neurips26.methods.scalebits.experiment import (
+        EXPERIMENT,
+        RECIPES,
+        System,
+        quantize_baseline,
+    )
+    from neurips26.methods.scalebits.task import LanguageTask
+
+    config = EXPERIMENT.config_for(EXPERIMENT.profile("smoke"), {}, {"calibration_sequences": 2})
+    task = LanguageTask(llama, tokens.flatten(), tokens.flatten(), None)
+    model, report, _ = quantize_baseline(System.build(RECIPES["full_precision"], config), config, task, 0)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), llama.parameters(), strict=True))
+    assert report.bits_per_weight == report.bytes_per_weight_bits == 32.0
+    assert all(claim.contrast == ("full_precision", "uniform_rtn") for claim in EXPERIMENT.claims)
+
+
+def test_perplexity_windows_follow_eval_length_not_the_calibration_length() -> None:
+    """Issue #48: the default scores 256-token windows while calibrating on 64-token ones."""
+    from neurips26.methods.scalebits.experiment import EXPERIMENT
+    from neurips26.methods.scalebits.task import evaluation_windows
+
+    config = EXPERIMENT.config_for(EXPERIMENT.profile("default"), {}, {})
+    ids = torch.arange(5000)
+    assert config.sequence_length == 64
+    assert evaluation_windows(ids, config).shape == (config.eval_tokens // 256, 256)
+    unset = EXPERIMENT.config_for(EXPERIMENT.profile("default"), {}, {"eval_length": None})
+    assert evaluation_windows(ids, unset).shape[1] == 64
+    with pytest.raises(ValueError, match="retrieval_kinds"):
+        EXPERIMENT.config_for(EXPERIMENT.profile("default"), {}, {"retrieval_kinds": ["needle"]})

@@ -39,7 +39,12 @@ from neurips26.methods.snapmla import (
     use_latent_mla,
 )
 from neurips26.methods.snapmla.analysis import memory_bound_attention_speedup
-from neurips26.methods.snapmla.experiment import EXPERIMENT, SnapMLAExperimentConfig, load_model
+from neurips26.methods.snapmla.experiment import (
+    EXPERIMENT,
+    STRESS_GAIN,
+    SnapMLAExperimentConfig,
+    load_model,
+)
 from neurips26.methods.snapmla.integration import rescale_rope_projection
 from neurips26.testing import check_experiment_contract
 from neurips26.zoo.builders import tiny_deepseek_v3
@@ -452,6 +457,17 @@ def test_rope_range_leaves_snapmla_untouched_but_hurts_rope_in_fp8() -> None:
     joint = RECIPES["per_token_fp8_rope"]
     assert _decode_error(joint, x, 1.0) > 1.3 * _decode_error(ours, x, 1.0)
     assert _decode_error(joint, x, 256.0) > 1.1 * _decode_error(joint, x, 1.0)
+
+
+def test_the_stress_gain_separates_bf16_from_naive_fp8_and_leaves_snapmla_untouched() -> None:
+    # issue #48's positive contrast: at the experiment's stress gain one FP8 scale over [c; k_R] pushes the
+    # content into FP8's subnormals, so naive FP8 is far from BF16 there; SnapMLA is unchanged by the gain
+    x = _latents(tokens=256, d_c=64, d_r=16, heads=4, n_query=4, seed=7)
+    ours, bf16, naive = SnapMLAConfig().recipe(), RECIPES["bf16"], RECIPES["naive_fp8"]
+    assert _decode_error(ours, x, STRESS_GAIN) == pytest.approx(_decode_error(ours, x, 1.0), rel=1e-3)
+    assert _decode_error(naive, x, STRESS_GAIN) > 5 * _decode_error(naive, x, 1.0)
+    assert _decode_error(naive, x, STRESS_GAIN) > 20 * _decode_error(bf16, x, STRESS_GAIN)
+    assert {"rope_gain": [1.0, STRESS_GAIN]}.items() <= EXPERIMENT.profile("default").grid.items()
 
 
 # ---- experiment and docs -----------------------------------------------------------------------------

@@ -581,3 +581,17 @@ def test_calibration_measures_prompts_a_compressing_press_would_reject(model):
     short = torch.randint(0, 256, (1, 60), generator=torch.Generator().manual_seed(10))  # 50% of 60 < 36
     profile = calibrate_budget_profile(model, [short])
     assert len(profile.weights) == 3 and all(math.isfinite(w) for w in profile.weights)
+
+
+def test_every_claim_names_a_contrast_the_default_profile_runs():
+    """Issue #48: each claim's known-good and known-bad systems are in the profiles that judge it, and the
+    in-window probe (where the presses have headroom) is measured in default."""
+    from neurips26.methods.spectralkv.experiment import EXPERIMENT
+
+    default = EXPERIMENT.profile("default")
+    config = EXPERIMENT.config_for(default, {}, {})
+    assert "window" in config.probe_placements
+    for claim in EXPERIMENT.claims:
+        assert claim.contrast is not None and set(claim.contrast) <= set(default.systems), claim.text
+    assert EXPERIMENT.floor_of("retrieval_acc") == "random"
+    assert EXPERIMENT.floor_of("kv_window_acc") is None  # TOVA at 0 there must not void the window claims

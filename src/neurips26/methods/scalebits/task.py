@@ -71,8 +71,9 @@ def calibration_windows(ids: torch.Tensor, n: int, length: int, seed: int) -> to
 
 
 def evaluation_windows(ids: torch.Tensor, config: Any) -> torch.Tensor:
-    """The held-out token windows ``(n_windows, sequence_length)`` every system is evaluated on."""
-    length = config.sequence_length
+    """The held-out token windows ``(n_windows, eval_length)`` every system is evaluated on
+    (``sequence_length`` when the config has no ``eval_length``)."""
+    length = getattr(config, "eval_length", None) or config.sequence_length
     n_windows = max(1, min(len(ids) // length, config.eval_tokens // length))
     return ids[: n_windows * length].reshape(n_windows, length)
 
@@ -107,15 +108,16 @@ def evaluate(
 def retrieval(
     model: torch.nn.Module, task: LanguageTask, config: ScaleBitsExperimentConfig, seed: int
 ) -> dict[str, float]:
-    """Held-out key->value and passkey exact match at ``retrieval_length`` tokens (keys and values the
-    ctx models never saw in training; the first-generation models are at chance on them)."""
+    """Held-out exact match of each of ``retrieval_kinds`` (key->value, passkey, MQAR) at
+    ``retrieval_length`` tokens (keys and values the ctx models never saw in training; the
+    first-generation models are at chance on them)."""
     from neurips26.zoo.ctx_cards import heldout_retrieval
 
     return {
         f"{kind}_accuracy": heldout_retrieval(
             model, task.tokenizer, kind, config.retrieval_length, config.retrieval_queries, seed=2026 + seed
         )["accuracy"]
-        for kind in ("kv", "passkey")
+        for kind in config.retrieval_kinds
     }
 
 
