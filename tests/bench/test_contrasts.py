@@ -10,23 +10,12 @@ from neurips26.registry import METHODS
 
 READY = [spec for spec in METHODS if spec.status == "ready"]
 
-# LEAD: empty this set as the probe redesigns of issue #48 land (another helper gives these methods their
-# contrasts together with probes that have headroom between floor and ceiling).
-CONTRASTS_PENDING = frozenset({"spectralkv", "scalebits", "snapmla"})
-
 
 @pytest.mark.parametrize("spec", READY, ids=[spec.slug for spec in READY])
 def test_every_claim_declares_a_positive_contrast(spec) -> None:
     claims = spec.load_experiment().claims
     without = [claim.text for claim in claims if claim.contrast is None]
-    if spec.slug in CONTRASTS_PENDING:
-        assert without, f"{spec.slug}: every claim has a contrast now; remove it from CONTRASTS_PENDING"
-        pytest.skip(f"{spec.slug}: contrasts pending (issue #48 probe redesign)")
     assert not without, f"{spec.slug}: claims without a positive contrast (Claim(contrast=...)): {without}"
-
-
-def test_the_pending_set_names_registered_methods_only() -> None:
-    assert {spec.slug for spec in METHODS} >= CONTRASTS_PENDING
 
 
 @pytest.mark.parametrize("spec", READY, ids=[spec.slug for spec in READY])

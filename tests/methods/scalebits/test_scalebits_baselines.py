@@ -381,6 +381,8 @@ def test_uniform_rtn_through_torchao_quantize_equals_quantize_and_report(llama) 
     assert packed
     for name in packed:
         assert torch.equal(ours.get_submodule(name).dequantize(), theirs.get_submodule(name).dequantize())
+
+
 def test_full_precision_contrast_system_leaves_the_model_as_it_is(llama, tokens) -> None:
     """Issue #48: the known-good end of every contrast is the unquantized model, at its stored width."""
     from neurips26.methods.scalebits.experiment import (
