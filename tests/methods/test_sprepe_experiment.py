@@ -65,7 +65,7 @@ def test_angular_pairs_task_needs_position() -> None:
     from neurips26.methods.sprepe.experiment import EXPERIMENT
 
     profile = EXPERIMENT.profile("default")
-    tiny = {"n_train": 1024, "n_test": 300, "epochs": 12, "batch_size": 64}
+    tiny = {"n_train": 1024, "n_test": 300, "epochs": 12, "batch_size": 64, "learning_rate": 1e-2}
     config = EXPERIMENT.config_for(profile, {"task": "angular_pairs"}, tiny)
     scores = {
         name: EXPERIMENT.run_cell(EXPERIMENT.systems[name](config), config, profile, 0, SilentProgress())
