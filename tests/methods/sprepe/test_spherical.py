@@ -69,3 +69,38 @@ def test_nr_split_trains_on_one_placement_and_bad_arguments_raise() -> None:
         load_spherical_digits(n_train=1800, n_test=10)
     with pytest.raises(ValueError, match="max_spin_deg"):
         load_spherical_digits(max_spin_deg=270.0)
+
+
+def test_angular_pairs_look_alike_without_positions_and_label_the_distance() -> None:
+    """Every sample's patches are the same multiset (so position is the only signal), the label is a
+    function of the geodesic distance alone, and the strata hold what they say."""
+    from neurips26.methods.sprepe.spherical import load_angular_pairs, token_centres
+
+    data = load_angular_pairs(height=12, width=24, patch_height=3, patch_width=3, n_train=400, n_test=200)
+    patches = data.train_images.reshape(-1, 4, 3, 8, 3).transpose(0, 1, 3, 2, 4).reshape(-1, 32, 9)
+    as_sets = np.sort(patches.sum(axis=-1), axis=1)
+    assert (as_sets == as_sets[0]).all() and as_sets[0].sum() == 2  # two identical markers, anywhere
+    assert np.bincount(data.train_labels, minlength=10).min() > 20  # ten classes, balanced
+
+    centres = token_centres(4, 8)
+    for images, labels in (
+        (data.train_images, data.train_labels),
+        *data.test.values(),
+    ):
+        flat = images.reshape(len(images), 4, 3, 8, 3).transpose(0, 1, 3, 2, 4).reshape(len(images), 32, 9)
+        marked = np.argwhere(flat.sum(axis=-1) > 0)[:, 1].reshape(-1, 2)
+        distance = np.round(np.einsum("nc,nc->n", centres[marked[:, 0]], centres[marked[:, 1]]), 6)
+        for value in np.unique(distance):  # one label per distance
+            assert len(np.unique(labels[distance == value])) == 1
+    polar_images, _ = data.test["polar"]
+    rows = np.argwhere(polar_images.reshape(len(polar_images), 12, 24) > 0)
+    has_polar_token = np.zeros(len(polar_images), dtype=bool)
+    has_polar_token[rows[(rows[:, 1] < 3) | (rows[:, 1] >= 9), 0]] = True
+    assert has_polar_token.all()
+
+
+def test_angular_pairs_reject_patches_without_an_interior() -> None:
+    from neurips26.methods.sprepe.spherical import load_angular_pairs
+
+    with pytest.raises(ValueError, match="patch_height=2"):
+        load_angular_pairs(height=8, width=16, patch_height=2, patch_width=2)

@@ -16,7 +16,7 @@ __all__ = ["SpRePEConfig", "SpRePEExperimentConfig"]
 
 _SPLITS = ("R/R", "NR/R")
 _MODES = ("sh", "xyz")
-_TASKS = ("digits", "shallow_water")
+_TASKS = ("angular_pairs", "digits", "shallow_water")
 
 
 @dataclass
@@ -40,14 +40,18 @@ class SpRePEConfig:
 
 @dataclass
 class SpRePEExperimentConfig:
-    """Both tasks: spherical-digits classification (A) and shallow-water forecasting (B, fields ``swe_*``).
+    """Three tasks: angular pairs and spherical digits (classification, A) and shallow water (B, ``swe_*``).
 
     The model settings (``embed_dim``, ``depth``, ``num_heads``, ``mlp_ratio``, ``weight_decay``), the grid
     size and ``polar_min_lat`` are shared by the two tasks; ``method`` holds SpRePE's own settings.
     """
 
     method: SpRePEConfig = nested(SpRePEConfig, "SpRePEConfig's own defaults")
-    task: str = param("digits", source="issue #9: Task A (digits, headline) and Task B (shallow_water)")
+    task: str = param(
+        "digits",
+        source="issue #9: Task A (digits) and Task B (shallow_water); issue #48: angular_pairs, a task "
+        "that needs position",
+    )
 
     split: str = param("R/R", source="issue #9: NR/R and R/R splits (S2CNN protocol); R/R is the headline")
     grid_height: int = param(32, source="issue #9: 32x64 equiangular grid")

@@ -1,8 +1,10 @@
-"""SpRePE: Spherical Reflection Position Embedding -- the experiment, Task A (digits) and B (forecasting).
+"""SpRePE: Spherical Reflection Position Embedding -- the experiment, Task A (pairs, digits), B (forecasting).
 
-The config field ``task`` selects the task and every profile sweeps it, so one run covers both.
-Task A: every system is the same ViT with a different position embedding; the run trains it on the chosen
-split (R/R or NR/R) and reports top-1 accuracy on three test strata (uniformly rotated, polar, seam).
+The config field ``task`` selects the task and every profile sweeps it, so one run covers several.
+Task A, ``angular_pairs`` (the default's task, issue #48): two identical markers on the sphere, the label
+is the bin of their geodesic distance, so only a position embedding can solve it (no PE scores chance).
+Task A, ``digits``: every system is the same ViT with a different position embedding; the run trains it on
+the chosen split (R/R or NR/R) and reports top-1 on three test strata (uniformly rotated, polar, seam).
 Task B: every system is the same transformer forecaster on shallow-water trajectories from torch-harmonics'
 solver; the run reports height-field RMSE and ACC after 1 step and after a rollout, and polar RMSE.
 Each task returns only its own metrics; claims are restricted to their task with ``Claim.where``.
@@ -22,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from neurips26.bench.experiment import Claim, Experiment, Metric, NotApplicable, Profile, Progress
-from neurips26.bench.setup import Setup, SetupContext
+from neurips26.bench.setup import SetupContext
 from neurips26.methods.sprepe.baselines import (
     AxialRoPE,
     EulerSphericalRoPE,
@@ -37,12 +39,11 @@ from neurips26.methods.sprepe.forecasting import (
     ForecastData,
     SphericalForecaster,
     forecast_scores,
-    prepare_forecast_data,
     timed_training,
 )
 from neurips26.methods.sprepe.integration import SphericalPositionEmbedding, SpRePE
-from neurips26.methods.sprepe.shallow_water import load_shallow_water
-from neurips26.methods.sprepe.spherical import SphericalDigits, load_spherical_digits
+from neurips26.methods.sprepe.spherical import SphericalDigits
+from neurips26.methods.sprepe.tasks import SETUP
 from neurips26.methods.sprepe.vit import SphericalViT, grid_patch_centres, patch_centres
 
 __all__ = [
@@ -112,38 +113,6 @@ SYSTEMS: dict[str, Callable[[SpRePEExperimentConfig], PositionEmbeddingSystem]] 
         lambda xyz: GeodesicBiasPE(c.embed_dim, c.num_heads),
     ),
 }
-
-
-def _digits_settings(config: SpRePEExperimentConfig) -> tuple[Any, ...]:
-    return (
-        config.split,
-        config.grid_height,
-        config.grid_width,
-        config.n_train,
-        config.n_test,
-        config.digit_extent_deg,
-        config.polar_min_lat,
-        config.seam_halfwidth_deg,
-        config.max_spin_deg,
-        config.data_seed,
-    )
-
-
-def load_digits(config: SpRePEExperimentConfig) -> SphericalDigits:
-    """Task A's data set: a pure function of :func:`_digits_settings`."""
-    split, height, width, n_train, n_test, extent, polar, seam, spin, seed = _digits_settings(config)
-    return load_spherical_digits(
-        split=split,
-        height=height,
-        width=width,
-        n_train=n_train,
-        n_test=n_test,
-        extent_deg=extent,
-        polar_min_lat=polar,
-        seam_halfwidth=seam,
-        max_spin_deg=spin,
-        seed=seed,
-    )
 
 
 def build_model(system: PositionEmbeddingSystem, config: SpRePEExperimentConfig) -> SphericalViT:
@@ -234,53 +203,6 @@ def run_spherical_digits(
     return {name: float(value) for name, value in metrics.items()}
 
 
-def _forecast_settings(config: SpRePEExperimentConfig) -> tuple[Any, ...]:
-    return (
-        config.swe_n_train_trajectories,
-        config.swe_n_test_trajectories,
-        config.swe_snapshots,
-        config.grid_height,
-        config.grid_width,
-        config.swe_interval_hours,
-        config.swe_wind_rms,
-        config.swe_max_ic_degree,
-        config.polar_min_lat,
-        config.data_seed,
-    )
-
-
-def load_forecast_data(config: SpRePEExperimentConfig) -> tuple[ForecastData, np.ndarray, np.ndarray]:
-    """Task B's trajectories (cached on disk), split and normalised, from :func:`_forecast_settings`."""
-    n_train, n_test, snapshots, height, width, hours, wind, degree, polar, seed = _forecast_settings(config)
-    trajectories = load_shallow_water(
-        n_train + n_test,
-        snapshots,
-        height=height,
-        width=width,
-        interval_hours=hours,
-        wind_rms=wind,
-        max_ic_degree=degree,
-        seed=seed,
-    )
-    data = prepare_forecast_data(
-        trajectories.fields, trajectories.lat, trajectories.latitude_weights, n_train, polar
-    )
-    return data, trajectories.lat, trajectories.lon
-
-
-def _task_data(config: SpRePEExperimentConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
-    """The task's data set, shared by every system and seed with the same data settings."""
-    return load_digits(config) if config.task == "digits" else load_forecast_data(config)
-
-
-def _task_data_key(config: SpRePEExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
-    settings = _digits_settings(config) if config.task == "digits" else _forecast_settings(config)
-    return (config.task, *settings)
-
-
-SETUP = Setup("data", build=_task_data, key=_task_data_key)
-
-
 def build_forecaster(
     system: PositionEmbeddingSystem, config: SpRePEExperimentConfig, lat: np.ndarray, lon: np.ndarray
 ) -> SphericalForecaster:
@@ -331,7 +253,14 @@ def run_shallow_water(
     return {name: float(value) for name, value in metrics.items()}
 
 
+CLASSIFICATION_TASKS = ("angular_pairs", "digits")
 DIGITS_ONLY_FIELDS = ("split", "max_spin_deg", "digit_extent_deg", "n_train", "n_test", "epochs")
+# task -> grid fields it ignores: a grid sweeping them runs the task at their first values only
+IGNORED_FIELDS: dict[str, tuple[str, ...]] = {
+    "angular_pairs": ("split", "max_spin_deg", "digit_extent_deg", "seam_halfwidth_deg"),
+    "digits": (),
+    "shallow_water": DIGITS_ONLY_FIELDS,
+}
 
 
 def run_experiment_cell(
@@ -342,31 +271,37 @@ def run_experiment_cell(
     seed: int,
     progress: Progress,
 ) -> dict[str, float]:
-    """Dispatch on ``config.task``. A grid that also sweeps digits-only fields runs Task B once, at their
+    """Dispatch on ``config.task``. A grid that also sweeps fields the task ignores runs it once, at their
     first listed values; at the other values its cells are ``n/a`` instead of repeats."""
-    if config.task == "digits":
-        return run_spherical_digits(system, config, context.data, profile, seed, progress)
-    for name in DIGITS_ONLY_FIELDS:
+    for name in IGNORED_FIELDS[config.task]:
         values = profile.grid.get(name)
         if values and getattr(config, name) != values[0]:
-            raise NotApplicable(f"{name} does not apply to the shallow-water task")
+            raise NotApplicable(f"{name} does not apply to the {config.task} task")
+    if config.task in CLASSIFICATION_TASKS:
+        return run_spherical_digits(system, config, context.data, profile, seed, progress)
     return run_shallow_water(system, config, context.data, profile, seed, progress)
 
 
 SYSTEM_NAMES = tuple(SYSTEMS)
 DEFAULT_SYSTEMS = tuple(name for name in SYSTEM_NAMES if name != "sprepe_xyz")
-# negative control: no position embedding at all must not satisfy a claim about position embeddings (it is
-# also a baseline: as a control it is compared with the other baselines, never with itself)
+# negative control: no position embedding at all must not satisfy a claim about position embeddings. It is
+# not among the baselines: on the angular-pairs task it scores chance by design, and a baseline at the
+# floor would make every claim inconclusive (issue #43)
 NO_POSITION = ("none",)
-NON_BIAS_BASELINES = ("none", "learned_ape", "latlon_sincos", "sh_ape", "axial_rope", "euler_rope")
+# positive contrast (issue #48): a trained position embedding must beat none at all, or the task does not
+# need position and no claim about position embeddings can be judged on it
+POSITION_CONTRAST = ("axial_rope", "none")
+NON_BIAS_BASELINES = ("learned_ape", "latlon_sincos", "sh_ape", "axial_rope", "euler_rope")
 
-DIGITS: dict[str, tuple[Any, ...]] = {"task": ("digits",)}
+CLASSIFICATION: dict[str, tuple[Any, ...]] = {"task": CLASSIFICATION_TASKS}
 SHALLOW_WATER: dict[str, tuple[Any, ...]] = {"task": ("shallow_water",)}
-TASKS = ["digits", "shallow_water"]
-# a uniform random guess over the 10 digit classes scores 1/10 whatever the class balance (issue #43's floor)
-CHANCE = {"floor": 0.1, "floor_source": "chance: a uniform guess over the 10 digit classes"}
+TASKS = ["angular_pairs", "digits", "shallow_water"]
+# a uniform random guess over the 10 classes (digits, or distance bins) scores 1/10 whatever the class
+# balance (issue #43's floor)
+CHANCE = {"floor": 0.1, "floor_source": "chance: a uniform guess over the 10 classes"}
 COST_METRICS = ("train_seconds", "pe_parameters")
 TASK_METRICS: dict[str, tuple[str, ...]] = {
+    "angular_pairs": ("accuracy", "accuracy_polar", "accuracy_seam", *COST_METRICS),
     "digits": ("accuracy", "accuracy_polar", "accuracy_seam", *COST_METRICS),
     "shallow_water": (
         "rmse_1step",
@@ -379,16 +314,28 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Positive contrast of every claim (issue #48): a trained position embedding vs none, on the same metric.
-# A task where it is not resolved does not need position, and cannot judge a claim about embeddings.
-CONTRAST = ("learned_ape", "none")
+# the default's model and training for the angular-pairs task (measured: no PE scores chance, axial RoPE
+# learns the task within these steps; see the README's design section)
+PAIRS_DEFAULT: dict[str, Any] = {
+    "grid_height": 12,
+    "grid_width": 24,
+    "patch_height": 3,
+    "patch_width": 3,
+    "embed_dim": 32,
+    "depth": 1,
+    "batch_size": 128,
+    "learning_rate": 5e-3,
+    "n_train": 1152,
+    "n_test": 300,
+    "epochs": 63,
+}
 
 EXPERIMENT = Experiment(
     slug="sprepe",
     config_cls=SpRePEExperimentConfig,
     claims=(
         Claim(
-            text="SpRePE matches or beats the non-bias position embeddings on uniformly rotated test digits",
+            text="SpRePE matches or beats the non-bias position embeddings on the uniform test stratum",
             metric="accuracy",
             ours="sprepe_sh",
             versus=NON_BIAS_BASELINES,
@@ -396,8 +343,8 @@ EXPERIMENT = Experiment(
             margin=0.02,
             margin_source="ours: 'matches' read as within 2% accuracy (about 1 SD across seeds)",
             controls=NO_POSITION,
-            contrast=CONTRAST,
-            where=DIGITS,
+            contrast=POSITION_CONTRAST,
+            where=CLASSIFICATION,
         ),
         Claim(
             text="SpRePE beats the non-bias position embeddings on the polar stratum",
@@ -406,8 +353,8 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="better",
             controls=NO_POSITION,
-            contrast=CONTRAST,
-            where=DIGITS,
+            contrast=POSITION_CONTRAST,
+            where=CLASSIFICATION,
         ),
         Claim(
             text="SpRePE beats the non-bias position embeddings on the seam stratum",
@@ -416,8 +363,8 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="better",
             controls=NO_POSITION,
-            contrast=CONTRAST,
-            where=DIGITS,
+            contrast=POSITION_CONTRAST,
+            where=CLASSIFICATION,
         ),
         Claim(
             text="SpRePE is comparable in accuracy to the quadratic-memory geodesic bias",
@@ -428,8 +375,8 @@ EXPERIMENT = Experiment(
             margin=0.02,
             margin_source="ours: 'matches' read as within 2% accuracy (about 1 SD across seeds)",
             controls=NO_POSITION,
-            contrast=CONTRAST,
-            where=DIGITS,
+            contrast=POSITION_CONTRAST,
+            where=CLASSIFICATION,
         ),
         Claim(
             text="SpRePE matches or beats the non-bias position embeddings on shallow-water rollout error",
@@ -440,8 +387,9 @@ EXPERIMENT = Experiment(
             margin=0.05,
             margin_source="ours: 'matches' read as within 5% rollout error",
             controls=NO_POSITION,
-            contrast=CONTRAST,
+            contrast=POSITION_CONTRAST,
             where=SHALLOW_WATER,
+            profiles=("full",),
         ),
         Claim(
             text="SpRePE beats the non-bias position embeddings on rollout error near the poles",
@@ -450,8 +398,9 @@ EXPERIMENT = Experiment(
             versus=NON_BIAS_BASELINES,
             kind="better",
             controls=NO_POSITION,
-            contrast=CONTRAST,
+            contrast=POSITION_CONTRAST,
             where=SHALLOW_WATER,
+            profiles=("full",),
         ),
         Claim(
             text="SpRePE is comparable in rollout error to the quadratic-memory geodesic bias",
@@ -462,21 +411,32 @@ EXPERIMENT = Experiment(
             margin=0.05,
             margin_source="ours: 'matches' read as within 5% rollout error",
             controls=NO_POSITION,
-            contrast=CONTRAST,
+            contrast=POSITION_CONTRAST,
             where=SHALLOW_WATER,
+            profiles=("full",),
         ),
     ),
     metrics=(
-        Metric("accuracy", "max", "fraction", "Task A: top-1 on uniformly rotated test digits", **CHANCE),
+        Metric(
+            "accuracy",
+            "max",
+            "fraction",
+            "Task A: top-1 on the uniform stratum (rotated digits, or any pair)",
+            **CHANCE,
+        ),
         Metric(
             "accuracy_polar",
             "max",
             "fraction",
-            "Task A: top-1 on test digits centred at |lat| >= polar_min_lat",
+            "Task A: top-1 on digits centred (a pair with a token) at |lat| >= polar_min_lat",
             **CHANCE,
         ),
         Metric(
-            "accuracy_seam", "max", "fraction", "Task A: top-1 on test digits straddling lon = 180", **CHANCE
+            "accuracy_seam",
+            "max",
+            "fraction",
+            "Task A: top-1 on test digits (pairs) straddling lon = 180",
+            **CHANCE,
         ),
         Metric("rmse_1step", "min", "m", "Task B: latitude-weighted RMSE of the height field after 1 step"),
         Metric("acc_1step", "max", "", "Task B: latitude-weighted anomaly correlation of height, 1 step"),
@@ -517,22 +477,18 @@ EXPERIMENT = Experiment(
             },
             grid={"task": TASKS},
         ),
-        # Task A only, upright digits anywhere on the sphere, on a 16 x 32 grid (32 tokens) for 10 epochs:
-        # the 8 systems the claims name x 5 seeds in about 3 minutes. Full SO(3) spins, the 32 x 64 grid,
-        # sprepe_xyz and Task B (shallow water) run in `full`; Task B's claims are inconclusive here.
+        # The angular-pairs task only (issue #48: the digits did not need position; no PE beat SpRePE there):
+        # 12 x 24 grid, 3 x 3 patches (32 tokens), a 1-layer d = 32 ViT, 567 steps (63 epochs of 9 batches)
+        # of 128 pairs at lr 5e-3, the 8 systems the claims name x 5 seeds. Digits, sprepe_xyz and Task B
+        # run in `full`.
         "default": Profile(
             "default",
-            budget_s=335.0,  # measured: 335 s wall, 314 s CPU, one worker
+            # reduced runs on the loaded machine: 13.6 s per cell vs 13.5 s for the digits default it replaces
+            # (measured 335 s for its 40 cells); at 42 epochs SpRePE-sh had not converged (0.40 vs 0.89)
+            budget_s=400.0,
             seeds=5,
-            overrides={
-                "max_spin_deg": 0.0,
-                "grid_height": 16,
-                "grid_width": 32,
-                "patch_height": 4,
-                "patch_width": 4,
-                "epochs": 10,
-            },
-            grid={"task": ["digits"]},
+            overrides=PAIRS_DEFAULT,
+            grid={"task": ["angular_pairs"]},
             systems=DEFAULT_SYSTEMS,
         ),
         "full": Profile(

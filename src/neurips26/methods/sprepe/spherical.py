@@ -19,6 +19,7 @@ import torch.nn.functional as F
 __all__ = [
     "SphericalDigits",
     "equiangular_grid",
+    "load_angular_pairs",
     "load_spherical_digits",
     "placement_rotations",
     "project_to_sphere",
@@ -184,6 +185,124 @@ def load_spherical_digits(
         train_images=project(train_idx, train_rot),
         train_labels=labels[train_idx],
         test={name: (project(test_idx, rot), labels[test_idx]) for name, rot in test_rotations.items()},
+        height=height,
+        width=width,
+    )
+
+
+PAIR_STRATA = ("rotated", "polar", "seam")
+
+
+def token_centres(rows: int, columns: int) -> np.ndarray:
+    """Unit vectors ``(rows * columns, 3)`` of an equiangular grid's cell centres, row-major."""
+    return grid_xyz(rows, columns).reshape(-1, 3)
+
+
+def pair_distance_classes(centres: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every unordered pair of distinct tokens ``(P, 2)`` and its class: the geodesic distance's bin.
+
+    The bin edges are quantiles of the distance over all pairs, so classes hold about equally many pairs;
+    tied distances share a class, so the label is a function of the distance alone.
+    """
+    first, second = np.triu_indices(len(centres), k=1)
+    distance = np.arccos(np.clip(np.einsum("pc,pc->p", centres[first], centres[second]), -1.0, 1.0))
+    distance = np.round(distance, 9)  # equal angles computed in different ways must tie
+    edges = np.quantile(distance, np.arange(1, num_classes) / num_classes)
+    classes = np.searchsorted(edges, distance, side="right")
+    if len(np.unique(classes)) < num_classes:
+        raise ValueError(
+            f"num_classes={num_classes}: the grid's token pairs have only {len(np.unique(distance))} "
+            "distinct distances; use more tokens or fewer classes"
+        )
+    return np.stack((first, second), axis=1), classes.astype(np.int64)
+
+
+def _pair_strata(pairs: np.ndarray, centres: np.ndarray, polar_min_lat: float) -> dict[str, np.ndarray]:
+    """Which pairs each test stratum draws from: all; one token at |lat| >= polar_min_lat; across lon 180."""
+    lat = np.rad2deg(np.arcsin(np.clip(centres[:, 2], -1.0, 1.0)))
+    lon = np.rad2deg(np.arctan2(centres[:, 1], centres[:, 0]))
+    polar = np.abs(lat) >= polar_min_lat
+    # the shorter longitude arc between the two tokens crosses the seam at +-180
+    seam = np.abs(lon[pairs[:, 0]] - lon[pairs[:, 1]]) > 180.0
+    return {
+        "rotated": np.ones(len(pairs), dtype=bool),
+        "polar": polar[pairs[:, 0]] | polar[pairs[:, 1]],
+        "seam": seam,
+    }
+
+
+def _balanced_pairs(rng: np.random.Generator, classes: np.ndarray, allowed: np.ndarray, n: int) -> np.ndarray:
+    """``n`` pair indices among ``allowed``: a class uniformly among those present, then one of its pairs,
+    so a model blind to position (constant output) scores at most one over the number of classes present."""
+    present = np.unique(classes[allowed])
+    drawn = rng.choice(present, size=n)
+    picks = np.empty(n, dtype=np.int64)
+    for label in present:
+        members = np.flatnonzero(allowed & (classes == label))
+        where = drawn == label
+        picks[where] = rng.choice(members, size=int(where.sum()))
+    return picks
+
+
+def _marker_images(
+    pairs: np.ndarray, rows: int, columns: int, patch_height: int, patch_width: int
+) -> np.ndarray:
+    """Images ``(n, H, W)`` that light the interior of the two tokens' patches (not their border pixels),
+    so a 3x3 stem sees the same pattern in every marked patch and nothing in its neighbours."""
+    images = np.zeros((len(pairs), rows * patch_height, columns * patch_width), dtype=np.float32)
+    for column in range(2):
+        row, col = np.divmod(pairs[:, column], columns)
+        for dy in range(1, patch_height - 1):
+            for dx in range(1, patch_width - 1):
+                images[np.arange(len(pairs)), row * patch_height + dy, col * patch_width + dx] = 1.0
+    return images
+
+
+def load_angular_pairs(
+    *,
+    height: int = 12,
+    width: int = 24,
+    patch_height: int = 3,
+    patch_width: int = 3,
+    n_train: int = 1200,
+    n_test: int = 600,
+    num_classes: int = 10,
+    polar_min_lat: float = 60.0,
+    seed: int = 0,
+) -> SphericalDigits:
+    """A task that needs position on the sphere: two identical markers, label = their geodesic distance.
+
+    The grid's patches are the tokens; two distinct tokens are marked and the label is the bin of the
+    great-circle distance between their centres (``num_classes`` bins of about equally many pairs, drawn
+    class-balanced). Every marked token looks alike, so a model without a position embedding sees the same
+    input for every sample and scores chance; a relative embedding sees the label in its attention logits.
+    Test strata as for the digits: ``"rotated"`` (any pair), ``"polar"`` (a token at |lat| >=
+    ``polar_min_lat``) and ``"seam"`` (the pair straddles lon 180). Train and test draw from the same
+    finite set of pairs: the task measures whether the map from positions to distance is learnt.
+    """
+    if height % patch_height or width % patch_width:
+        raise ValueError(f"patch ({patch_height}, {patch_width}) must divide the grid ({height}, {width})")
+    if patch_height < 3 or patch_width < 3:
+        raise ValueError(
+            f"patch_height={patch_height} and patch_width={patch_width} must be >= 3 (a marker's interior)"
+        )
+    if n_train < 1 or n_test < 1:
+        raise ValueError(f"n_train={n_train} and n_test={n_test} must be >= 1")
+    rows, columns = height // patch_height, width // patch_width
+    centres = token_centres(rows, columns)
+    pairs, classes = pair_distance_classes(centres, num_classes)
+    rng = np.random.default_rng(seed)
+
+    def draw(allowed: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        picks = _balanced_pairs(rng, classes, allowed, n)
+        return _marker_images(pairs[picks], rows, columns, patch_height, patch_width), classes[picks]
+
+    strata = _pair_strata(pairs, centres, polar_min_lat)
+    train_images, train_labels = draw(strata["rotated"], n_train)
+    return SphericalDigits(
+        train_images=train_images,
+        train_labels=train_labels,
+        test={name: draw(strata[name], n_test) for name in PAIR_STRATA},
         height=height,
         width=width,
     )
