@@ -47,8 +47,15 @@ class SemanticDialectExperimentConfig:
         2, "ours: FP-trajectory steps (evenly spread) whose activations probe each layer (issue #48)"
     )
 
+    probe_videos: int = param(
+        1, "ours: videos of the seed whose activations probe (512 tokens per video; keeps the probe ~15%)"
+    )
+
     def __post_init__(self) -> None:
         check_int("n_videos", self.n_videos)
+        check_int("probe_videos", self.probe_videos)
+        if self.probe_videos > self.n_videos:
+            raise ValueError(f"probe_videos={self.probe_videos} must be <= n_videos={self.n_videos}")
         check_int("sampling_steps", self.sampling_steps, minimum=2)
         check_in_range("high_noise_sigma", self.high_noise_sigma, 0.0, 1.0)
         check_int("probe_steps", self.probe_steps)
@@ -107,13 +114,19 @@ def _reference(
     start = time.perf_counter()
     samples = sample_videos(model, data.labels, noise, steps=config.sampling_steps)
     seconds = time.perf_counter() - start
-    probes = _fp_trajectory_probes(model, data.labels, noise, config.sampling_steps, config.probe_steps)
+    probes = _fp_trajectory_probes(
+        model,
+        data.labels[: config.probe_videos],
+        noise[: config.probe_videos],
+        config.sampling_steps,
+        config.probe_steps,
+    )
     return {"labels": data.labels, "noise": noise, "samples": samples, "seconds": seconds, "probes": probes}
 
 
 @torch.no_grad()
-def _fp_trajectory_probes(model, labels, noise, steps: int, n_probes: int) -> list[tuple[torch.Tensor, Any]]:
-    """(x_t, t) of the FP Euler trajectory at ``n_probes`` evenly spread steps: the inputs whose FP
+def _fp_trajectory_probes(model, labels, noise, steps: int, n_probes: int) -> list[tuple[Any, ...]]:
+    """(x_t, t, labels) of the FP Euler trajectory at ``n_probes`` evenly spread steps: the inputs whose FP
     activations probe every quantized layer."""
     from diffusers import FlowMatchEulerDiscreteScheduler
 
@@ -124,7 +137,7 @@ def _fp_trajectory_probes(model, labels, noise, steps: int, n_probes: int) -> li
     for index, t in enumerate(scheduler.timesteps):
         timestep = t.expand(x.shape[0])
         if index in chosen:
-            probes.append((x.clone(), timestep))
+            probes.append((x.clone(), timestep, labels))
         x = scheduler.step(model(x, timestep, labels), t, x).prev_sample
     return probes
 
@@ -134,7 +147,13 @@ SETUP = (
     Setup(
         "reference",
         build=_reference,
-        key=lambda config, profile, seed: (seed, config.n_videos, config.sampling_steps),
+        key=lambda config, profile, seed: (
+            seed,
+            config.n_videos,
+            config.sampling_steps,
+            config.probe_steps,
+            config.probe_videos,
+        ),
     ),
 )
 
@@ -216,7 +235,7 @@ def _prime_saliency_with_fp_attention(qmodel, fp_calls) -> list:
 
 
 @torch.no_grad()
-def layer_errors_on_fp_activations(qmodel, fp_model, labels, probes) -> dict[str, float]:
+def layer_errors_on_fp_activations(qmodel, fp_model, probes) -> dict[str, float]:
     """Relative errors of the quantized layers on the FP model's own activations (issue #48).
 
     Each probe input runs through the FP model (recording every linear layer's input and output) and
@@ -229,7 +248,7 @@ def layer_errors_on_fp_activations(qmodel, fp_model, labels, probes) -> dict[str
 
     linear: dict[str, list[float]] = {}
     attention: list[float] = []
-    for x, timestep in probes:
+    for x, timestep, labels in probes:
         fp_calls = _capture_linears(fp_model, x, timestep, labels)
         seen: dict[str, int] = {}
 
@@ -327,7 +346,7 @@ def run(
         qmodel = copy.deepcopy(fp_model)
         fake_quantize_dit_(qmodel, system)
         state = qmodel._semanticdialect_state
-        metrics.update(layer_errors_on_fp_activations(qmodel, fp_model, labels, ref["probes"]))
+        metrics.update(layer_errors_on_fp_activations(qmodel, fp_model, ref["probes"]))
         state.reset()  # the probe's saliency must not leak into the sampling
         state.record = True
         start = time.perf_counter()
@@ -454,6 +473,7 @@ CLAIMS = (
         "linear_output_error",
         "sd_decomp",
         ("sd_decomp_random",),
+        controls=("sd_lut64",),  # the same book without decomposition must not beat random salient tokens
         contrast=CONTRAST,
     ),
 )
