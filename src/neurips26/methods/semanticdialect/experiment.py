@@ -124,8 +124,8 @@ def _reference(
 
 @torch.no_grad()
 def _fp_trajectory_probes(model, labels, noise, steps: int, n_probes: int) -> list[tuple[Any, ...]]:
-    """(x_t, t, labels) of the FP Euler trajectory at ``n_probes`` evenly spread steps: the inputs whose FP
-    activations probe every quantized layer."""
+    """(x_t, t, labels) of the FP Euler trajectory at the midpoints of ``n_probes`` equal spans of steps:
+    the FP activations there probe every quantized layer."""
     from diffusers import FlowMatchEulerDiscreteScheduler
 
     scheduler = FlowMatchEulerDiscreteScheduler(num_train_timesteps=1000, shift=1.0)
