@@ -510,7 +510,7 @@ EXPERIMENT = Experiment(
         "default": Profile(
             "default",
             budget_s=300,  # measured: 295 s wall before the probe (one worker, the other core busy); the
-            # probe adds ~9% of a cell (one step, one video; 18% at two steps, measured in one process)
+            # probe adds 18-23% of a cell (one process, loaded machine): remeasure at the republish
             seeds=5,
             overrides={"sampling_steps": 8},
             systems=DEFAULT_SYSTEMS,
