@@ -177,7 +177,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Entropy-guided layer budgets plus spectral coresets beat KV-cache baselines at equal budget.",
         extras=("llm",),
         experiment="neurips26.methods.spectralkv.experiment:EXPERIMENT",
-        default_budget_s=300,
+        default_budget_s=350,
     ),
     _M(
         "sprepe",
@@ -187,7 +187,7 @@ METHODS: tuple[MethodSpec, ...] = (
         "Householder-reflection position encoding beats other PEs for attention on the sphere.",
         extras=("vision",),
         experiment="neurips26.methods.sprepe.experiment:EXPERIMENT",
-        default_budget_s=335,
+        default_budget_s=330,
     ),
     _M(
         "sad",

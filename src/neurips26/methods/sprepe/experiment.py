@@ -483,9 +483,9 @@ EXPERIMENT = Experiment(
         # run in `full`.
         "default": Profile(
             "default",
-            # reduced runs on the loaded machine: 13.6 s per cell vs 13.5 s for the digits default it replaces
-            # (measured 335 s for its 40 cells); at 42 epochs SpRePE-sh had not converged (0.40 vs 0.89)
-            budget_s=400.0,
+            # measured at load ~1, one worker: 65 s for one seed's 8 cells (7.2 s no PE to 9.6 s Euler RoPE),
+            # so 5 seeds ~330 s; at 42 epochs SpRePE-sh had not converged (0.40 vs 0.89 at 63)
+            budget_s=330.0,
             seeds=5,
             overrides=PAIRS_DEFAULT,
             grid={"task": ["angular_pairs"]},

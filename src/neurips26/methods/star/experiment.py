@@ -401,7 +401,7 @@ EXPERIMENT = Experiment(
             ("star_no_memory",),
             contrast=CONTRAST,
             where={"benchmark": ("mini_swat", *SEMI_REAL)},
-            profiles=BC_PROFILES,
+            profiles=("full",),  # the one profile that runs all three (semireal has no mini-SWaT)
         ),
         _no_worse_without_states(
             "without states (C: Daphnet, KDD-TSAD 135) STAR is no worse than the backbone with a static LoRA",
