@@ -243,7 +243,9 @@ def summarise_run(
 
 
 METRICS = (
-    Metric("detection_rate", "max", "fraction", "red-team solutions with a non-PASSED workload"),
+    # timing-derived too: some cheats are caught by the SOL-floor check on measured times, so which ones
+    # are caught can move between runs (3 of 25 cells, one case each, on a rerun: issue #49)
+    Metric("detection_rate", "max", "fraction", "red-team solutions with a non-PASSED workload", timing=True),
     Metric(
         "defeated_rate",
         "max",
