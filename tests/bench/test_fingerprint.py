@@ -165,3 +165,24 @@ def test_docstrings_comments_and_layout_do_not_count_but_code_does(package: Path
     assert code_fingerprint(B, package) == before
     source.write_text("class Model:\n    size = 2\n")
     assert code_fingerprint(B, package) != before
+
+
+def test_no_method_reaches_another_methods_code_but_through_a_declared_dependency() -> None:
+    depends_on = {"solexecbench": {"solar"}}  # solexecbench's SOL floor is solar's bound
+    for spec in (spec for spec in METHODS if spec.experiment):
+        reached = {
+            path.relative_to(PACKAGE_ROOT / "methods").parts[0]
+            for path in fingerprint_files(spec.experiment)
+            if path.is_relative_to(PACKAGE_ROOT / "methods") and path.parent != PACKAGE_ROOT / "methods"
+        }
+        assert reached - {spec.slug} <= depends_on.get(spec.slug, set()), f"{spec.slug} reaches {reached}"
+
+
+def test_only_conformance_factories_import_the_test_support() -> None:
+    """What lets the fingerprint skip ``neurips26.testing``: no experiment computes through it."""
+    offenders = []
+    for source in (PACKAGE_ROOT / "methods").rglob("*.py"):
+        imported = fingerprint._imported_names(source, PACKAGE_ROOT)
+        if source.name != "conformance.py" and any(name.startswith("neurips26.testing") for name in imported):
+            offenders.append(source.relative_to(PACKAGE_ROOT).as_posix())
+    assert not offenders, f"method code importing neurips26.testing: {offenders}"

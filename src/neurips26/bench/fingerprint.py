@@ -38,6 +38,12 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # the harness code every cell's numbers pass through, whichever method runs
 CELL_MODULES = ("neurips26.core.seeding", "neurips26.bench.numeric")
+# code no experiment computes a number through, never followed by the scan: the test support (conformance
+# testers, contract checks, toy models; tests/bench/test_fingerprint.py checks that only a method's
+# ``conformance.py`` imports it) and this bookkeeping itself. Following the test support pulled every
+# method a tester names (and the runner) into the fingerprints of the 13 methods that declare conformance
+# factories, so an edit of one method made 13 published results "older code" (bench.rescope re-stamps them).
+NEVER_DECIDES = ("neurips26.testing", "neurips26.bench.fingerprint", "neurips26.bench.rescope")
 # documentation and pictures: editing them never changes a number
 DOC_SUFFIXES = frozenset({".md", ".rst", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".pdf", ".webp"})
 _LARGE_FILE = 256 * 1024  # weights and checkpoints: re-read only when their size or mtime changes
@@ -173,13 +179,19 @@ def imported_modules(roots: Iterable[str], root: Path = PACKAGE_ROOT) -> dict[st
         if scanned.get(name) is True or (name in scanned and not whole):
             continue
         path = module_file(name, root)
-        if path is None:  # a third-party module, or `from pkg import function`
+        if path is None or _never_decides(name, root):  # third-party, `from pkg import f`, bookkeeping
             continue
         seen[name], scanned[name] = path, whole
         parts = name.split(".")
         todo += [(".".join(parts[:i]), False) for i in range(1, len(parts))]
         todo += sorted(_imported_names(path, root, not whole).items())
     return seen
+
+
+def _never_decides(name: str, root: Path) -> bool:
+    """Whether module ``name`` is one that never decides a number (``NEVER_DECIDES``, or inside one)."""
+    own = [prefix.replace("neurips26", root.name, 1) for prefix in NEVER_DECIDES]
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in own)
 
 
 def _data_files_beside(folder: Path) -> list[Path]:
