@@ -5,6 +5,11 @@ flower. Styles: skimage brick, grass, gravel, hubble_deep_field, immunohistochem
 procedural non-photorealistic styles built here: ``stained_glass`` (SLIC mean colours of skimage's
 retina with dark lead lines) and ``halftone`` (a dot screen of skimage's coffee). Every image is returned
 as float32 ``(H, W, 3)`` in [0, 1], centre-cropped to a square and resized.
+
+Paintings (:data:`PAINTINGS`, the ``real`` profile only): Van Gogh's *The Starry Night* (1889, public
+domain) as OpenCV ships it in its sample data, read from Debian's ``opencv-doc`` package
+(``apt-get install opencv-doc`` puts it under :data:`OPENCV_DATA_ROOT`); ``root`` points the loader at
+any folder holding the file. Nothing else here needs it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ STYLES: tuple[str, ...] = (
     "stained_glass",
     "halftone",
 )
+PAINTINGS: tuple[str, ...] = ("starry_night",)
+OPENCV_DATA_ROOT = "/usr/share/doc/opencv-doc/examples/data"
 MASKS_FILE = Path(__file__).with_name("object_masks.json")
 
 
@@ -117,13 +124,37 @@ def _style_cached(name: str, size: int) -> np.ndarray:
     return _square(getattr(skd, name)(), size)
 
 
-def load_style(name: str, size: int = 96) -> np.ndarray:
-    """Style image ``name`` (one of :data:`STYLES`) as float32 ``(size, size, 3)`` in [0, 1].
+def painting_path(name: str, root: str | Path | None = None) -> Path:
+    """The JPEG of painting ``name`` under ``root`` (default :data:`OPENCV_DATA_ROOT`); raises if absent."""
+    if name not in PAINTINGS:
+        raise ValueError(f"painting must be one of {PAINTINGS}, got {name!r}")
+    path = Path(root if root is not None else OPENCV_DATA_ROOT) / f"{name}.jpg"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"painting {name!r} not found at {path}: install it with `apt-get install opencv-doc` "
+            "(Debian/Ubuntu) or pass root= a folder holding OpenCV's sample data"
+        )
+    return path
+
+
+@cache
+def _painting_cached(path: Path, size: int) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return _square(np.asarray(image.convert("RGB")), size)
+
+
+def load_style(name: str, size: int = 96, root: str | Path | None = None) -> np.ndarray:
+    """Style ``name`` (one of :data:`STYLES` or :data:`PAINTINGS`) as float32 ``(size, size, 3)`` in [0, 1].
 
     The default 96 px fixes the texture scale the priors are trained at (a 512-px texture shrunk 5x).
+    ``root`` is the folder of the paintings (see :func:`painting_path`); the bundled styles ignore it.
     """
+    if name in PAINTINGS:
+        return _painting_cached(painting_path(name, root), size).copy()
     if name not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {name!r}")
+        raise ValueError(f"style must be one of {STYLES + PAINTINGS}, got {name!r}")
     return _style_cached(name, size).copy()
 
 

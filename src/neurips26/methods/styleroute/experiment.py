@@ -31,7 +31,14 @@ from neurips26.bench.setup import Setup, SetupContext
 from neurips26.core.config import nested, param
 from neurips26.methods.styleroute import baselines
 from neurips26.methods.styleroute.config import StyleRouteConfig
-from neurips26.methods.styleroute.data import CONTENTS, load_content, load_style, object_mask
+from neurips26.methods.styleroute.data import (
+    CONTENTS,
+    OPENCV_DATA_ROOT,
+    PAINTINGS,
+    load_content,
+    load_style,
+    object_mask,
+)
 from neurips26.methods.styleroute.metrics import (
     StyleReference,
     eval_gram_distance,
@@ -79,8 +86,23 @@ class StyleRouteExperimentConfig:
         [1.0, 3.0, 10.0, 30.0], "ours: 4 style weights spanning mild to strong (equal sweep points, #43)"
     )
     gatys_steps: int = param(60, "ours: Adam steps of the Gatys baseline (CPU budget)")
+    pairs: list = param(
+        [],
+        "ours: fixed 'content/style' pairs, seed s takes pairs[s % len(pairs)] (one content, so "
+        "contents_per_seed is unused); empty: style = seed mod 5, contents drawn by the seed",
+    )
+    painting_root: str = param(
+        OPENCV_DATA_ROOT, "where the paintings are read (Debian opencv-doc's sample data; real profile only)"
+    )
 
     def __post_init__(self) -> None:
+        for pair in self.pairs:
+            content, _, style = str(pair).partition("/")
+            if content not in CONTENTS or style not in (*PRIOR_STYLES, *PAINTINGS):
+                raise ValueError(
+                    f"pairs must hold 'content/style' with content in {CONTENTS} and style in "
+                    f"{PRIOR_STYLES + PAINTINGS}, got {pair!r}"
+                )
         if not 1 <= self.contents_per_seed <= len(CONTENTS):
             raise ValueError(f"contents_per_seed must be in 1..{len(CONTENTS)}, got {self.contents_per_seed}")
         if self.size < 32 or self.size % 8:
@@ -160,7 +182,7 @@ class StyleAssets:
 
 
 def _style_key(config: StyleRouteExperimentConfig, profile: Profile, seed: int) -> str:
-    return pair_for_seed(seed, config.contents_per_seed)[0]
+    return seed_assignment(config, seed)[0]
 
 
 def _style_assets(
@@ -168,7 +190,7 @@ def _style_assets(
 ) -> StyleAssets:
     style = _style_key(config, profile, seed)
     pipeline = StyleRoutePipeline(load_prior(style), make_scheduler())
-    return StyleAssets(pipeline, _gate(style), StyleReference(load_style(style)))
+    return StyleAssets(pipeline, _gate(style), StyleReference(load_style(style, root=config.painting_root)))
 
 
 SETUP = Setup("style", build=_style_assets, key=_style_key)
@@ -179,6 +201,14 @@ def pair_for_seed(seed: int, count: int) -> tuple[str, tuple[str, ...]]:
     rng = np.random.default_rng(1_000 + seed)
     contents = tuple(CONTENTS[i] for i in sorted(rng.choice(len(CONTENTS), count, replace=False)))
     return PRIOR_STYLES[seed % len(PRIOR_STYLES)], contents
+
+
+def seed_assignment(config: StyleRouteExperimentConfig, seed: int) -> tuple[str, tuple[str, ...]]:
+    """The style and contents of one seed: ``config.pairs[seed % len]`` if set, else :func:`pair_for_seed`."""
+    if not config.pairs:
+        return pair_for_seed(seed, config.contents_per_seed)
+    content, _, style = config.pairs[seed % len(config.pairs)].partition("/")
+    return style, (content,)
 
 
 def generate(
@@ -263,9 +293,9 @@ def run(
     progress: Progress,
 ) -> dict[str, float]:
     torch.manual_seed(seed)
-    style, names = pair_for_seed(seed, config.contents_per_seed)
+    style, names = seed_assignment(config, seed)
     contents = np.stack([load_content(n, config.size) for n in names])
-    style_image = load_style(style)
+    style_image = load_style(style, root=config.painting_root)
     masks = [object_mask(n, config.size) for n in names]
     start = time.perf_counter()
     outputs = generate(system, context.style.pipeline, contents, style_image, seed)
@@ -354,6 +384,30 @@ CLAIMS = (
     ),
 )
 
+DEFAULT_SYSTEMS = (
+    "styleroute",
+    "sdedit",
+    "styleid",
+    "region_adain",
+    "global_adain",
+    "gatys",
+    "random_r",
+    "uniform_r",
+    "no_ilvr",
+    "no_projection",
+)
+# The real profile: Van Gogh's Starry Night (its own prior, trained on the painting) on five bundled
+# photographs, one pair per seed, at the largest size whose run fits ~25 min on the shared machine
+REAL_PAIRS = (
+    "astronaut/starry_night",
+    "chelsea/starry_night",
+    "coffee/starry_night",
+    "rocket/starry_night",
+    "motorcycle/starry_night",
+)
+REAL_SIZE = 192
+REAL_BUDGET_S = 1500
+
 EXPERIMENT = Experiment(
     slug="styleroute",
     config_cls=StyleRouteExperimentConfig,
@@ -376,22 +430,13 @@ EXPERIMENT = Experiment(
             },
             systems=("styleroute", "sdedit", "styleid", "region_adain", "global_adain", "gatys", "random_r"),
         ),
-        "default": Profile(
-            "default",
-            budget_s=90,
-            seeds=5,
-            systems=(
-                "styleroute",
-                "sdedit",
-                "styleid",
-                "region_adain",
-                "global_adain",
-                "gatys",
-                "random_r",
-                "uniform_r",
-                "no_ilvr",
-                "no_projection",
-            ),
+        "default": Profile("default", budget_s=90, seeds=5, systems=DEFAULT_SYSTEMS),
+        "real": Profile(
+            "real",
+            budget_s=REAL_BUDGET_S,
+            seeds=len(REAL_PAIRS),
+            overrides={"size": REAL_SIZE, "pairs": list(REAL_PAIRS), "contents_per_seed": 1},
+            systems=DEFAULT_SYSTEMS,
         ),
         "full": Profile(
             "full",

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from diffusers import DDIMScheduler, DDPMScheduler
 
-from neurips26.methods.styleroute.data import STYLES, load_style
+from neurips26.methods.styleroute.data import PAINTINGS, STYLES, load_style, painting_path
 from neurips26.methods.styleroute.prior import SingleImagePrior
 
 PRIORS_DIR = Path(__file__).with_name("priors")
@@ -117,17 +117,21 @@ def sample_prior(
     return ((x.clamp(-1, 1) + 1) / 2).permute(0, 2, 3, 1).numpy()
 
 
-def sanity_gate(model: SingleImagePrior, own: str, seed: int = 0) -> dict[str, object]:
+def sanity_gate(
+    model: SingleImagePrior, own: str, seed: int = 0, root: str | Path | None = None
+) -> dict[str, object]:
     """The issue's gate: the prior's samples must be closer (patch SWD) to its own style than to every other.
 
-    Returns ``{"passed": bool, "swd": {style: distance}}``.
+    The others are the bundled :data:`STYLES` (a painting's gate adds itself, so a bundled prior's gate never
+    needs the painting). Returns ``{"passed": bool, "swd": {style: distance}}``.
     """
     from neurips26.methods.styleroute.metrics import patch_swd
 
     samples = sample_prior(model, seed=seed)
+    names = STYLES if own in STYLES else (*STYLES, own)
     swd = {
-        name: float(np.mean([patch_swd(s, load_style(name, 64), seed=seed) for s in samples]))
-        for name in STYLES
+        name: float(np.mean([patch_swd(s, load_style(name, 64, root), seed=seed) for s in samples]))
+        for name in names
     }
     passed = all(swd[own] < value for name, value in swd.items() if name != own)
     return {"passed": bool(passed), "swd": swd}
@@ -148,14 +152,30 @@ def load_prior(style: str, directory: Path | None = None) -> SingleImagePrior:
     return SingleImagePrior.from_pretrained(path).eval()
 
 
+def source_digest(style: str, root: str | Path | None = None) -> str | None:
+    """SHA-256 of a painting's source file (so a card names the exact bytes it was trained on); None else."""
+    if style not in PAINTINGS:
+        return None
+    import hashlib
+
+    return hashlib.sha256(painting_path(style, root).read_bytes()).hexdigest()
+
+
 def train_and_save(
-    style: str, steps: int = 250, seed: int = 0, directory: Path | None = None
+    style: str,
+    steps: int = 250,
+    seed: int = 0,
+    directory: Path | None = None,
+    root: str | Path | None = None,
 ) -> dict[str, object]:
-    """Train the prior of ``style``, save it with a card (``card.json``) and return the card."""
-    if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    """Train the prior of ``style``, save it with a card (``card.json``) and return the card.
+
+    ``root`` is the folder of the paintings (:func:`~neurips26.methods.styleroute.data.painting_path`).
+    """
+    if style not in STYLES + PAINTINGS:
+        raise ValueError(f"style must be one of {STYLES + PAINTINGS}, got {style!r}")
     torch.set_num_threads(1)
-    model, stats = train_prior(load_style(style), steps=steps, seed=seed)
+    model, stats = train_prior(load_style(style, root=root), steps=steps, seed=seed)
     path = prior_path(style, directory)
     model.save_pretrained(path)
     card = {
@@ -164,7 +184,10 @@ def train_and_save(
         "parameters": int(sum(p.numel() for p in model.parameters())),
         **stats,
         "torch_threads": 1,
-        "gate": sanity_gate(model, style, seed=seed),
+        "gate": sanity_gate(model, style, seed=seed, root=root),
     }
+    digest = source_digest(style, root)
+    if digest is not None:
+        card["source_sha256"] = digest
     (path / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     return card
