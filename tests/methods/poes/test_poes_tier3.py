@@ -142,6 +142,7 @@ def test_committed_recording_matches_the_wordnet_tasks_and_the_prompt_pool() -> 
         n_prompts, n_items = len(recorded.prompts), len(recorded.item_ids)
         assert recorded.log_probs.shape == (n_prompts, n_items, 4) and n_items == 200 and n_prompts == 16
         assert recorded.embeddings.shape[0] == n_items and np.isfinite(recorded.log_probs).all()
+        assert len(set(recorded.item_ids)) == n_items
         assert recorded.families == tuple(f for f in FAMILIES for _ in range(4))
         assert recorded.prompts[12:] == tuple(f"{o}\n\n" if o else "" for o in OFF_TASK_INSTRUCTIONS)
         if not (WORDNET_DIR / "data.noun").is_file():

@@ -23,7 +23,7 @@ from neurips26.methods.poes.real_recording import RecordedTask
 class Tier3Settings:
     """How the recorded matrix is replayed."""
 
-    n_splits: int = param(2, "ours: each seed replays 2 random pool/test splits of each of the 3 tasks")
+    n_splits: int = param(4, "ours: each seed replays 4 random pool/test splits of each of the 3 tasks")
     n_pool: int = param(100, "ours: half of each task's 200 items may be scored; the other half is held out")
     rounds: int = param(2, "ours: 4 seed prompts + 2 rounds of 4 children propose 12 of the 16 candidates")
     same_family: float = param(0.7, "ours: a child is mostly a paraphrase/variant of its parent")

@@ -150,7 +150,7 @@ def hypernym_candidates(seed: int, wordnet_dir: Path | str = WORDNET_DIR) -> lis
         word, offset, answer = pairs[i]
         excluded = {w for a in _ancestors(offset, synsets) for w in synsets[a].words}
         choices, position = _with_distractors(rng, word, answer, pool, excluded)
-        out.append(ChoiceItem(f"n{offset}", word, choices, position))
+        out.append(ChoiceItem(f"n{offset}:{word}", word, choices, position))  # synonyms share a synset
     return out
 
 
