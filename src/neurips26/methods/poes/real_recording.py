@@ -6,9 +6,12 @@ three-shot variants of them, and off-task instructions), is scored once with a r
 (:func:`neurips26.zoo.real_lm.load_real`) on every item of the three tasks of ``wordnet_tasks.py``; the
 log-probabilities of the four choices are saved, with the prompt texts, item ids and a dataset hash
 (``replay.dataset_hash``), in one compressed ``.npz`` shipped with the package, so the ``real`` profile
-replays every scheduler without the weights. Regenerate it (about 40 minutes on two busy cores)::
+replays every scheduler without the weights. Regenerate it (29 minutes wall on two cores shared at load
+10-16: three task processes of one thread each, 2.3 GB peak RSS each; ``--checkpoint-dir`` resumes an
+interrupted run prompt by prompt)::
 
-    python -m neurips26.methods.poes.real_recording --out src/neurips26/methods/poes/data/real_lm_wordnet.npz
+    python -m neurips26.methods.poes.real_recording --checkpoint-dir /tmp/poes-ckpt \
+        --out src/neurips26/methods/poes/data/real_lm_wordnet.npz
 """
 
 from __future__ import annotations
