@@ -207,5 +207,5 @@ def test_experiment_config_rejects_bad_values() -> None:
         POESExperimentConfig(k=500, n_items=300)
     with pytest.raises(ValueError, match="rounds"):
         POESExperimentConfig(rounds=0)
-    with pytest.raises(ValueError, match="tier"):
-        POESExperimentConfig(tier=3)
+    with pytest.raises(ValueError, match="tier must be 1"):
+        POESExperimentConfig(tier=4)

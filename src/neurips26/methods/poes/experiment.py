@@ -1,14 +1,17 @@
 """The POES experiment: which evaluation scheduler lets an evolutionary prompt optimizer end with the
-best prompt at equal budget (prompt x item calls)? Two tiers, the grid key ``tier``:
+best prompt at equal budget (prompt x item calls)? Three tiers, the grid key ``tier``:
 
 1. simulator: items from a misspecified model (multidimensional 2PL with guessing and item clusters)
    while POES assumes a 1PL; the metric is the true full-pool accuracy of the returned prompt;
 2. real scorer: a frozen MiniLM few-shot classifier of WordNet glosses (``tier2.py``); the metric is the
-   returned prompt's accuracy on held-out glosses.
+   returned prompt's accuracy on held-out glosses;
+3. real LM (profile ``real``): a fixed pool of candidate prompts scored once by Gemma 3 270M on three
+   WordNet multiple-choice tasks (``real_recording.py``), replayed (``tier3.py``); the metric is the
+   returned prompt's accuracy on held-out items.
 
 Prompts come from an evolutionary optimizer whose parent choice follows each scheduler's ranking. A seed
 is a suite of tasks (fresh pool and initial prompts each), as the paper's results are means over task
-suites; metrics are means over the suite. No LLM runs here.
+suites; metrics are means over the suite. No LM runs here: tier 3 replays a committed recording.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from neurips26.methods.poes.config import POESConfig
 from neurips26.methods.poes.headroom import headroom_readme_analysis
 from neurips26.methods.poes.simulator import ItemPool, RoundScheduler, SimulationSettings, simulate
 from neurips26.methods.poes.tier2 import Tier2Settings
+from neurips26.methods.poes.tier3 import Tier3Settings
 
 
 @dataclass
@@ -41,8 +45,13 @@ class POESExperimentConfig:
     """Which tier, the tier-1 simulator and tier-2 scorer settings, plus POES's own config."""
 
     method: POESConfig = nested(POESConfig, "POES's own defaults (config.py)")
-    tier: int = param(1, "issue: 1 = misspecified simulator, 2 = MiniLM few-shot scorer on WordNet glosses")
+    tier: int = param(
+        1,
+        "issue: 1 = misspecified simulator, 2 = MiniLM few-shot scorer on WordNet glosses, 3 = a real LM's "
+        "recorded answers on WordNet multiple-choice tasks",
+    )
     tier2: Tier2Settings = nested(Tier2Settings, "tier 2's data and loop (tier2.py)")
+    tier3: Tier3Settings = nested(Tier3Settings, "tier 3's replay of the recorded real-LM matrix (tier3.py)")
     k: int = param(20, "paper: k = 20 items per round is its headline budget")
     n_tasks: int = param(8, "ours: a seed is a suite of tasks, like the paper's 35-task suite")
     n_items: int = param(300, "ours: a mid-sized evaluation pool (the paper tests pools up to 1,000)")
@@ -73,8 +82,8 @@ class POESExperimentConfig:
             "n_parents",
         ):
             check_int(name, getattr(self, name), 1)
-        if self.tier not in (1, 2):
-            raise ValueError(f"tier must be 1 (simulator) or 2 (MiniLM scorer), got {self.tier}")
+        if self.tier not in (1, 2, 3):
+            raise ValueError(f"tier must be 1 (simulator), 2 (MiniLM scorer) or 3 (real LM), got {self.tier}")
         if self.k > self.n_items:
             raise ValueError(f"k must not exceed n_items ({self.n_items}), got {self.k}")
         check_positive("mutation_scale", self.mutation_scale)
@@ -83,7 +92,7 @@ class POESExperimentConfig:
 
     def settings(self) -> SimulationSettings:
         fields = asdict(self)
-        for name in ("method", "n_tasks", "tier", "tier2"):
+        for name in ("method", "n_tasks", "tier", "tier2", "tier3"):
             fields.pop(name)
         return SimulationSettings(**fields)
 
@@ -154,11 +163,12 @@ def run(
     seed: int,
     progress: Progress,
 ) -> dict[str, Any]:
-    rows = (
-        run_tier1(system, config, seed, progress)
-        if config.tier == 1
-        else run_tier2(system, config, context.tier2, seed, progress)
-    )
+    if config.tier == 1:
+        rows = run_tier1(system, config, seed, progress)
+    elif config.tier == 2:
+        rows = run_tier2(system, config, context.tier2, seed, progress)
+    else:
+        rows = run_tier3(system, config, context.tier3, seed, progress)
     final = np.array([r["final_accuracy"] for r in rows])
     best = np.array([r["best_proposed_accuracy"] for r in rows])
     return {
@@ -221,12 +231,30 @@ def _tier2_assets(
     return Tier2Assets(embed, tier2.load_corpus(config.tier2.corpus_per_class, config.tier2.n_paraphrases))
 
 
-SETUP = Setup(
-    "tier2",
-    build=_tier2_assets,
-    key=lambda config, profile, seed: (
-        (2, config.tier2.corpus_per_class, config.tier2.n_paraphrases) if config.tier == 2 else None
+def _tier3_recording(
+    config: POESExperimentConfig, profile: Profile, seed: int, context: SetupContext
+) -> dict[str, Any] | str | None:
+    """Tier 3's recorded tasks (None at tiers 1-2), or why they cannot be read (its cells are then n/a)."""
+    if config.tier != 3:
+        return None
+    from neurips26.methods.poes.real_recording import load_recording
+
+    try:
+        tasks, _ = load_recording()
+    except FileNotFoundError as error:
+        return str(error)
+    return tasks
+
+
+SETUP = (
+    Setup(
+        "tier2",
+        build=_tier2_assets,
+        key=lambda config, profile, seed: (
+            (2, config.tier2.corpus_per_class, config.tier2.n_paraphrases) if config.tier == 2 else None
+        ),
     ),
+    Setup("tier3", build=_tier3_recording, key=lambda config, profile, seed: config.tier == 3),
 )
 
 
@@ -263,8 +291,45 @@ def run_tier2(
     return rows
 
 
+def run_tier3(
+    system: System, config: POESExperimentConfig, tasks: dict[str, Any] | str, seed: int, progress: Progress
+) -> list[dict[str, float]]:
+    """One suite: ``tier3.n_splits`` pool/test splits of each recorded task, replayed (no model runs)."""
+    from neurips26.methods.poes import tier2, tier3
+
+    t3 = config.tier3
+    if isinstance(tasks, str):
+        raise NotApplicable(tasks)
+    runs = [name for name in tasks for _ in range(t3.n_splits)]
+    rows = []
+    for number, name in enumerate(progress.loop(runs, total=len(runs), desc=system.name)):
+        recorded = tasks[name]
+        task_seed = seed * 10_000 + number
+        pool, test = tier3.split_items(len(recorded.item_ids), t3.n_pool, task_seed)
+        if config.k > pool.size:
+            raise NotApplicable(f"k={config.k} exceeds tier 3's pool of {pool.size} items")
+        r = tier2.optimize(
+            system.factory(config.k),
+            tier3.RecordedScorer(recorded, pool, test),
+            tier3.FamilyMutator(recorded.families, t3.same_family),
+            config.k,
+            task_seed,
+            rounds=t3.rounds,
+            children_per_round=config.children_per_round,
+            n_initial=config.n_initial,
+            n_parents=config.n_parents,
+            budget_per_round=system.budget_multiplier * config.children_per_round * config.k,
+        )
+        rows.append({**r, "final_accuracy": r["test_accuracy"]})
+    return rows
+
+
 GRID = {"tier": [1, 2], "k": [10, 20, 40]}
-TIER_NAMES = {1: "tier 1 (misspecified simulator)", 2: "tier 2 (MiniLM scorer, held-out glosses)"}
+TIER_NAMES = {
+    1: "tier 1 (misspecified simulator)",
+    2: "tier 2 (MiniLM scorer, held-out glosses)",
+    3: "tier 3 (real LM: Gemma 3 270M on WordNet tasks, held-out items)",
+}
 
 
 # Positive contrast of every claim (issue #48): evaluating every candidate on the whole set vs a fixed random
@@ -279,6 +344,8 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
     has the fixed random subset as the negative control."""
     where = {"tier": (tier,)}
     name = TIER_NAMES[tier]
+    # tiers 1-2 run in every profile but `real`, tier 3 in `real` alone
+    profiles = ("real",) if tier == 3 else ("smoke", "default", "seeds10", "full")
     return (
         Claim(
             f"{name}: POES ends with a more accurate prompt than every equal-budget scheduler",
@@ -288,6 +355,7 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
             controls=("fixed_random",),
             contrast=CONTRAST,
             where=where,
+            profiles=profiles,
         ),
         Claim(
             f"{name}: POES returns a prompt with lower regret (vs best proposed) than every equal-budget "
@@ -298,6 +366,7 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
             controls=("fixed_random",),
             contrast=CONTRAST,
             where=where,
+            profiles=profiles,
         ),
         Claim(
             f"{name}: POES at k = 20 items per candidate matches a random minibatch of 40 (half the calls)",
@@ -312,6 +381,7 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
             controls=("fixed_random",),
             contrast=CONTRAST,
             where={**where, "k": (20,)},
+            profiles=profiles,
         ),
         Claim(
             f"{name}: with the ranking rule held equal (raw subset accuracy), POES's subset selection ends "
@@ -323,6 +393,7 @@ def tier_claims(tier: int) -> tuple[Claim, ...]:
             controls=("fixed_random",),
             contrast=CONTRAST,
             where=where,
+            profiles=profiles,
         ),
     )
 
@@ -331,14 +402,14 @@ EXPERIMENT = Experiment(
     slug="poes",
     analyses={"headroom": headroom_readme_analysis},
     config_cls=POESExperimentConfig,
-    claims=tier_claims(1) + tier_claims(2),
+    claims=tier_claims(1) + tier_claims(2) + tier_claims(3),
     metrics=(
         Metric(
             "final_accuracy",
             "max",
             "",
             "accuracy of the returned prompt (suite mean): true full-pool accuracy in tier 1, held-out test "
-            "accuracy in tier 2",
+            "accuracy in tiers 2-3",
         ),
         Metric("regret", "min", "", "best accuracy ever proposed minus that of the returned prompt"),
         Metric("best_proposed_accuracy", "max", "", "accuracy of the best prompt the optimizer proposed"),
@@ -368,12 +439,15 @@ EXPERIMENT = Experiment(
                 "tier2.per_class_test": 5,
                 "tier2.per_class_bank": 4,
                 "tier2.n_paraphrases": 1,
+                "tier3.n_splits": 1,
             },
-            grid={"tier": [1, 2], "k": [10]},
+            grid={"tier": [1, 2, 3], "k": [10]},
         ),
         "default": Profile("default", budget_s=260, seeds=5, grid=GRID),
         # the issue's 10 seeds on default's task suites (full's 35 + 10 tasks per seed is ~30 core-minutes)
         "seeds10": Profile("seeds10", budget_s=540, seeds=10, grid=GRID),
+        # tier 3: replays of the committed real-LM recording (no weights needed; see real_recording.py)
+        "real": Profile("real", budget_s=300, seeds=10, grid={"tier": [3], "k": [10, 20, 40]}),
         "full": Profile(
             "full", budget_s=3600, seeds=10, overrides={"n_tasks": 35, "tier2.n_tasks": 10}, grid=GRID
         ),
