@@ -74,6 +74,12 @@ class SolExecBenchConfig:
         "README Timing CV: T_b median x median of the i-th T_k/T_b ratios (T_b from the trusted judge, issue"
         " #44); 'median' = upstream's median T_k",
     )
+    interleave_block: int = param(
+        3,
+        "issue #44 (SOL-score CV): T_k and T_b in alternating blocks of this many timed calls, each side in"
+        " its own process, the other side stopped (CPU only); 0 = the solution's timing, then the"
+        " reference's",
+    )
     pin_cpu: int = param(-1, "ours: pin the evaluation child to this CPU (-1 = no pinning)")
     recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
     time_reference: bool = param(
@@ -158,6 +164,7 @@ class SolExecBenchConfig:
             raise ValueError(f"max_reps ({self.max_reps}) must be >= min_reps ({self.min_reps})")
         for name in (
             "recheck_k",
+            "interleave_block",
             "flush_bytes",
             "address_space_extra_bytes",
             "file_bytes",
@@ -205,6 +212,7 @@ class SolExecBenchConfig:
             "tolerance_scale": self.tolerance_scale,
             "timing_estimator": self.timing_estimator,
             "pin_cpu": self.pin_cpu,
+            "interleave_block": self.interleave_block,
             "time_reference": self.time_reference,
             "timeout_s": self.timeout_s,
             "seed": None if self.seed < 0 else self.seed,
