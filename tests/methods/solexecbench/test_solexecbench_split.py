@@ -365,3 +365,34 @@ def test_a_bf16_downcast_is_incorrect_in_the_sandbox_and_honest_passes(problems,
     assert cheat.statuses == ["INCORRECT_NUMERICAL"], cheat.traces[0].evaluation.log
     assert "norm-wise relative error" in cheat.traces[0].evaluation.log
     assert honest.statuses == ["PASSED"], honest.traces[0].evaluation.log
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the off-CPU filter of the paired estimator (issue #44, SOL-score CV on a loaded machine)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_pairs_with_a_preempted_call_are_left_out_of_the_ratio():
+    from neurips26.methods.solexecbench import driver
+
+    pairs = [(100_000, 200_000), (900_000, 200_000), (100_000, 800_000), (100_000, 200_000)]
+    cpu_k = [99_000, 100_000, 99_000, 99_000]  # the second solution call was off the CPU for 0.8 ms
+    cpu_b = [199_000, 199_000, 200_000, 199_000]  # the third reference call too
+    assert driver._on_cpu_pairs(pairs, cpu_k, cpu_b) == [pairs[0], pairs[3]]
+
+
+def test_fewer_than_half_on_the_cpu_keeps_every_pair():
+    """A solution that sleeps in most of its calls cannot choose which of them count."""
+    from neurips26.methods.solexecbench import driver
+
+    pairs = [(100_000 + i, 200_000) for i in range(5)]
+    cpu_k = [99_000, 99_000, 10_000, 10_000, 10_000]
+    assert driver._on_cpu_pairs(pairs, cpu_k, [199_000] * 5) == pairs
+
+
+@pytest.mark.parametrize("cpu", [None, "forged", [1, 2], [1.5] * 3])
+def test_a_missing_or_malformed_cpu_report_counts_every_call_as_on_the_cpu(cpu):
+    from neurips26.methods.solexecbench import driver
+
+    pairs = [(100_000, 200_000)] * 3
+    assert driver._on_cpu_pairs(pairs, cpu, [199_000] * 3) == pairs

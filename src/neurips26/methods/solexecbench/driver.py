@@ -43,6 +43,8 @@ import torch
 
 # Bound before any user code exists: the timer and the checks below use these local names.
 _PERF = time.perf_counter_ns
+_SLEEP = time.sleep
+_CPU_TIME = time.thread_time_ns  # the calling thread, on-CPU only (exact even under RLIMIT_CPU)
 _REAL_STDOUT = -1  # the JSON channel, dup'ed from fd 1 in main()
 
 _TIMER_NAMES = ("perf_counter_ns", "perf_counter", "time", "time_ns", "monotonic", "monotonic_ns")
@@ -407,14 +409,21 @@ class _CpuClock:
 
     name = "cpu"
 
-    def __init__(self, flush_bytes: int) -> None:
+    def __init__(self, flush_bytes: int, settle_s: float = 0.0) -> None:
         self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.float32)
+        self.settle_s = settle_s
+        self.cpu_ns: list[int] = []  # the process's CPU time of each measured call, beside its wall time
 
     def measure(self, fn, index: int) -> tuple:
         self.flush.fill_(float(index))
+        if self.settle_s:  # give the CPU up: the call then starts a fresh scheduler slice after the wake-up
+            _SLEEP(self.settle_s)
+        cpu = _CPU_TIME()
         start = _PERF()
         result = fn()
-        return result, _PERF() - start
+        elapsed = _PERF() - start
+        self.cpu_ns.append(_CPU_TIME() - cpu)
+        return result, elapsed
 
     def info(self) -> dict:
         return {"backend": self.name, "flush_bytes": self.flush.numel() * 4}
@@ -510,7 +519,7 @@ def _make_clock(settings: dict):
     """The timer the harness selected (``settings['timer']``); CUPTI falls back to events if it fails."""
     timer = settings.get("timer", "cpu")
     if timer == "cpu":
-        clock = _CpuClock(settings["flush_bytes"])
+        clock = _CpuClock(settings["flush_bytes"], settings.get("settle_ms", 0.0) / 1e3)
     elif timer == "cupti":
         try:
             clock = _CuptiClock(settings["flush_bytes"])
@@ -542,6 +551,8 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], cloc
         call(inputs, outputs)
     deadline = _PERF() + settings["time_budget_s"] * 1e9  # wall budget: flushes and input making count
     index, last = 0, None
+    if hasattr(clock, "cpu_ns"):
+        clock.cpu_ns.clear()
 
     def more() -> bool:
         if turns is None:
@@ -624,19 +635,36 @@ class _Turns:
     ``block`` timed calls it reports to the fork server and waits for its word: ``c`` (one more block) or
     ``s`` (stop). The solution's side reports its call count; the reference timer's side its samples."""
 
-    def __init__(self, block: int, report_fd: int, control_fd: int, workload_index: int, ship: bool) -> None:
+    def __init__(self, block: int, report_fd: int, control_fd: int, workload_index: int, clock=None) -> None:
         self.block, self.report_fd, self.control_fd = block, report_fd, control_fd
-        self.workload_index, self.ship = workload_index, ship
+        self.workload_index, self.clock = workload_index, clock  # a clock: ship its samples
 
     def hand_over(self, samples: list[int]) -> bool:
         message: dict = {"turn": self.workload_index, "reps": len(samples)}
-        if self.ship:
+        if self.clock is not None:
             message["samples"] = samples[-self.block :]
+            message["cpu"] = getattr(self.clock, "cpu_ns", [])[-self.block :]
         _write_line(self.report_fd, message)
         return os.read(self.control_fd, 1) == b"c"
 
 
 _PR_SET_DUMPABLE = 4
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 * 2**20  # glibc's ceiling on 64-bit
+
+
+def _steady_allocator() -> None:
+    """Fix glibc malloc's thresholds for this process (solution's, reference timer's, judge's alike): by
+    default the mmap threshold moves with the sizes freed so far and freed memory is trimmed, so whether a
+    call's temporaries land on reused pages or on fresh ones that fault inside the timed window depends on
+    the allocation history, and a call's time jumped 2x between runs of the same code. Fixed, blocks up to
+    32 MiB are reused from the heap and never given back while the process lives."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+        libc.mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD_MAX)
 
 
 def _timer_child(request: dict, workload_index: int, control_fd: int, report_fd: int) -> None:
@@ -656,6 +684,8 @@ def _timer_child(request: dict, workload_index: int, control_fd: int, report_fd:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     try:
         settings = request["settings"]
+        if settings.get("steady_allocator"):
+            _steady_allocator()
         _use_device(settings)
         if settings.get("pin_cpu", -1) >= 0:
             with contextlib.suppress(OSError):
@@ -666,8 +696,8 @@ def _timer_child(request: dict, workload_index: int, control_fd: int, report_fd:
         reference = namespace["run"]
         workload = request["workloads"][workload_index]
         make_iteration = _reference_iterations(request["problem"], workload, workload_index, settings)
-        turns = _Turns(interleave_block(settings), report_fd, control_fd, workload_index, ship=True)
         clock = _make_clock(settings)
+        turns = _Turns(interleave_block(settings), report_fd, control_fd, workload_index, clock)
         _time_defended(lambda inputs, _: reference(*inputs), make_iteration, settings, set(), clock, turns)
     except BaseException as error:  # the fork server reads this instead of samples
         with contextlib.suppress(OSError):
@@ -739,6 +769,7 @@ class _ReferenceTurns:
         self.request, self.block = request, block
         self.settings = request["settings"]
         self.samples: dict[str, list[int]] = {}
+        self.cpu: dict[str, list[int]] = {}
         self.errors: dict[str, str] = {}
         self.timer: tuple[int, int, int, int] | None = None  # pid, control fd, report fd, workload index
         self.started: dict[int, float] = {}
@@ -778,6 +809,8 @@ class _ReferenceTurns:
             return False
         done = self.samples.setdefault(uuid, [])
         done += [int(ns) for ns in samples]
+        cpu = answer.get("cpu")
+        self.cpu.setdefault(uuid, []).extend(int(ns) for ns in (cpu if isinstance(cpu, list) else []))
         settings, reps = self.settings, len(done)
         budget = 2 * settings["time_budget_s"]  # both sides' calls share it now
         in_budget = time.monotonic() - self.started[index] < budget
@@ -901,7 +934,7 @@ def _solution_workload(
         return _seeded_inputs(problem, workload, seed), _empty_outputs(problem, workload, True)
 
     block = interleave_block(settings)
-    turns = _Turns(block, channel[0], channel[1], workload_index, ship=False) if block else None
+    turns = _Turns(block, channel[0], channel[1], workload_index) if block else None
     timing, kept, samples = _time_defended(user, make_iteration, settings, recheck, clock, turns)
     guard.integrity("after timing")
     guard.processes("after timing")
@@ -914,6 +947,7 @@ def _solution_workload(
     if settings.get("triton_interpret"):  # Triton's interpreter runs the kernel as numpy on the CPU
         timing.update(backend="triton-interpreter", meaningful=False)
     result["timing"], result["samples_ns"] = timing, samples
+    result["cpu_ns"] = list(getattr(clock, "cpu_ns", []))
     return result
 
 
@@ -1015,6 +1049,29 @@ def _expected_checks(pending: dict, settings: dict) -> tuple[list[dict], list[di
     return rounds, timed
 
 
+OFF_CPU_SLACK, OFF_CPU_NS = 0.05, 20_000  # wall time above on-CPU time that still counts as on the CPU
+
+
+def _on_cpu(wall: list[int], cpu) -> list[bool]:
+    """Whether each timed call stayed on the CPU (its wall time within 5% + 20 us of its thread's CPU
+    time): a call that was preempted, or that slept, is not. Without a CPU time per call (CUDA clocks, a
+    malformed report), every call counts as on the CPU."""
+    if not isinstance(cpu, list) or len(cpu) != len(wall) or not all(isinstance(c, int) for c in cpu):
+        return [True] * len(wall)
+    return [w <= c * (1 + OFF_CPU_SLACK) + OFF_CPU_NS for w, c in zip(wall, cpu, strict=True)]
+
+
+def _on_cpu_pairs(pairs: list[tuple[int, int]], cpu_k, cpu_b) -> list[tuple[int, int]]:
+    """The (solution, reference) sample pairs in which both calls stayed on the CPU (a loaded machine's
+    preemptions are what made the ratio jump between runs). Wall times are kept, never CPU times: a solution
+    that moves its work to another thread gains nothing. Fewer than half the pairs left: all of them, so
+    a solution that marks some of its calls (by sleeping in them) can at most pick its faster half."""
+    on_k = _on_cpu([k for k, _ in pairs], cpu_k)
+    on_b = _on_cpu([b for _, b in pairs], cpu_b)
+    kept = [pair for pair, a, b in zip(pairs, on_k, on_b, strict=True) if a and b]
+    return kept if 2 * len(kept) >= len(pairs) else pairs
+
+
 def _reference_iterations(problem: dict, workload: dict, workload_index: int, settings: dict):
     """The reference's timed calls' inputs: seeded per call like the solution's, with their own stream."""
 
@@ -1091,7 +1148,12 @@ def _judge_workload(problem, workload, workload_index, pending, blob, settings, 
         if settings.get("timing_estimator") == "paired_ratio":
             # the i-th solution sample against the i-th reference sample (same loop, same index); with the
             # interleaved timing the two were taken in adjacent blocks, so a load swing scales both
-            ratios = sorted(k / max(b, 1) for k, b in zip(pending["samples_ns"], ref_samples, strict=False))
+            pairs = list(zip(pending["samples_ns"], ref_samples, strict=False))
+            if settings.get("off_cpu_filter"):
+                pairs = _on_cpu_pairs(pairs, pending.get("cpu_ns"), trusted.get("cpu"))
+                ref_timing = _stats([b for _, b in pairs])
+                timing["on_cpu_pairs"] = len(pairs)
+            ratios = sorted(k / max(b, 1) for k, b in pairs)
             timing["paired_ratio_median"] = ratios[len(ratios) // 2]
             performance["latency_ms"] = ref_timing["median_ms"] * timing["paired_ratio_median"]
         performance["reference_latency_ms"] = ref_timing["median_ms"]
@@ -1104,6 +1166,8 @@ def _judge(request: dict, untrusted: list[dict], blob: bytearray, timed: _Refere
     """The trusted judge's verdict on every workload (in the judge process: the reference is executed here
     from the request's source; the solution was never imported into this process or its parent)."""
     settings = request["settings"]
+    if settings.get("steady_allocator"):
+        _steady_allocator()
     _use_device(settings)
     if settings.get("pin_cpu", -1) >= 0:
         with contextlib.suppress(OSError):
@@ -1119,11 +1183,12 @@ def _judge(request: dict, untrusted: list[dict], blob: bytearray, timed: _Refere
     for index, workload in enumerate(request["workloads"]):
         pending = by_uuid.get(workload["uuid"], {"uuid": workload["uuid"], "status": "RUNTIME_ERROR"})
         if pending["status"] != "PASSED" or "checks" not in pending:
-            results.append({k: v for k, v in pending.items() if k not in ("checks", "samples_ns")})
+            results.append(_public(pending))
             continue
         try:
             trusted = {
                 "samples": timed.samples.get(workload["uuid"]),
+                "cpu": timed.cpu.get(workload["uuid"]),
                 "error": timed.errors.get(workload["uuid"]),
             }
             results.append(_judge_workload(problem, workload, index, pending, blob, settings, clock, trusted))
@@ -1254,6 +1319,8 @@ def _evaluate(request: dict, shipment: _Shipment, channel: tuple[int, int]) -> l
     nothing here judges correctness or times the reference (:func:`_solution_workload`); the baseline
     harnesses (``naive``, ``kernelbench``) keep their in-process check (:func:`_baseline_workload`)."""
     settings = request["settings"]
+    if settings.get("steady_allocator"):
+        _steady_allocator()
     _use_device(settings)
     if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
         with contextlib.suppress(OSError):
@@ -1852,7 +1919,7 @@ def _serve_one(request: dict) -> dict:
 
 def _public(item: dict) -> dict:
     """A result without the solution's shipping fields (check records, raw samples)."""
-    return {k: v for k, v in item.items() if k not in ("checks", "samples_ns")}
+    return {k: v for k, v in item.items() if k not in ("checks", "samples_ns", "cpu_ns")}
 
 
 _PR_SET_CHILD_SUBREAPER = 36
