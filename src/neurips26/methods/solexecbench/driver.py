@@ -15,6 +15,12 @@ nothing. The fork server (a child subreaper) then kills and flags any process of
 trusted judge, which never sees the solution: it rebuilds the inputs from the seeds, computes the reference,
 compares the decoded bytes and times the reference (``T_b``). See :func:`_serve_one`.
 
+Interleaved timing (CPU, ``interleave_block`` > 0): ``T_k`` and ``T_b`` are taken in alternating blocks, so a
+load swing hits both. After each block of the solution's timed calls the fork server stops every process of
+the solution (SIGSTOP, children and orphans included), lets a trusted reference timer (forked from the fork
+server, never seeing the solution, not dumpable) time as many reference calls, and continues the solution;
+the judge then takes ``T_b`` from those samples. See :class:`_ReferenceTurns`.
+
 Devices and timers: ``settings['device']`` is ``cpu`` or ``cuda:0`` (the sandbox shows at most one GPU);
 ``settings['timer']`` picks the clock — ``perf_counter_ns`` with a 2x LLC flush, CUDA events or CUPTI kernel
 spans with a 2x L2 flush (see :class:`_CudaEventClock`, :class:`_CuptiClock`). The fork server itself never
