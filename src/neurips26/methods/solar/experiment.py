@@ -564,7 +564,7 @@ EXPERIMENT = Experiment(
         ),
         # issue #45 item 5: Gemma 3 270M and Qwen2.5-Coder-0.5B, bound on meta beside a measured forward of
         # the real weights (`neurips26 zoo fetch-real NAME` first); no claim: the verdict is the violations
-        # metric (bound <= measured); measured BUDGET s wall, one worker
+        # metric (bound <= measured); its measured wall time is in the README (load-dependent)
         "real": Profile(
             "real",
             budget_s=600,
