@@ -72,7 +72,7 @@ def test_jax_suite_cells_and_not_applicable_baselines() -> None:
 
 
 def test_config_rejects_unknown_suite_and_programs() -> None:
-    with pytest.raises(ValueError, match="suite must be 'torch' or 'jax'"):
+    with pytest.raises(ValueError, match="suite must be 'torch', 'jax' or 'real_lm'"):
         SOLARConfig(suite="tf")
     with pytest.raises(ValueError, match="jax_programs=\\['jax_nope'\\]"):
         SOLARConfig(jax_programs=("jax_nope",))

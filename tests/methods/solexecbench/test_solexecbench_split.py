@@ -88,6 +88,44 @@ torch.Tensor.exp = _slow_exp  # the solution below never calls it
 def run(scores, probs):
     torch.softmax(scores, -1, out=probs)
 """
+# -- timing interference from a concurrent process (issue #44, interleaved timing): a thread of the solution
+# that would run during the reference's turns. It watches its own wake-ups: a gap as long as a reference
+# turn means it was stopped; from then on the solution answers wrong, which the re-check of the last timed
+# call catches. A thread that was never stopped never sees such a gap, and the solution PASSES.
+STOPPED_WATCHER = """import threading
+import time
+
+import torch
+
+_LONGEST = [0.0]
+
+
+def _watch():
+    last = time.monotonic()
+    while True:
+        time.sleep(0.005)
+        now = time.monotonic()
+        _LONGEST[0] = max(_LONGEST[0], now - last)
+        last = now
+
+
+threading.Thread(target=_watch, daemon=True).start()
+
+
+def run(scores, probs):
+    torch.softmax(scores, -1, out=probs)
+    if _LONGEST[0] > 0.4:  # the reference's turns (0.6 s each) passed while this thread was stopped
+        probs.fill_(0.5)
+"""
+# the reference of that problem sleeps 0.2 s per call: a turn of 3 calls is 0.6 s
+SLEEPING_REFERENCE = """import time
+
+import torch
+
+def run(scores):
+    time.sleep(0.2)
+    return torch.softmax(scores, -1)
+"""
 # -- orphan survivor: a double fork, the grandchild in its own session (out of the killed process group) ----
 ORPHAN = """import os
 import time
@@ -159,7 +197,12 @@ def problems(tmp_path_factory):
     definition, workloads = build_problems()["cumsum"]
     (triangular / "definition.json").write_text(json.dumps({**definition, "reference": TRIANGULAR_REFERENCE}))
     (triangular / "workload.jsonl").write_text(json.dumps(workloads[0]) + "\n")
+    sleeping = tmp_path_factory.mktemp("sleeping_softmax")
+    definition, workloads = build_problems()["softmax"]
+    (sleeping / "definition.json").write_text(json.dumps({**definition, "reference": SLEEPING_REFERENCE}))
+    (sleeping / "workload.jsonl").write_text(json.dumps(workloads[0]) + "\n")
     return {
+        "sleeping_softmax": load_problem(sleeping),
         "rmsnorm": _first_workload("rmsnorm"),
         "softmax": _first_workload("softmax"),
         "triangular_cumsum": load_problem(triangular),
@@ -206,6 +249,31 @@ def test_a_slowed_reference_does_not_inflate_the_baseline(policy, problems, monk
     # the reference sleeps 20 ms per call in the solution's process; in the trusted one it takes ~1 ms
     assert evaluation.performance.reference_latency_ms < 10.0, evaluation.performance
     assert evaluation.performance.speedup_factor < 10.0, evaluation.performance
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_solution_is_stopped_during_the_reference_turns(policy, problems, monkeypatch):
+    """Interleaved timing keeps both processes alive: every thread and process of the solution must be
+    stopped while the trusted timer times the reference, or it could slow ``T_b`` down (threads defence off:
+    this checks what stands behind it). With the timings one after the other the watcher is never stopped
+    and the solution passes: the test's own control."""
+    blocks = {"interleaved": 3, "sequential": 0}
+    statuses, logs = {}, {}
+    for name, block in blocks.items():
+        result, evaluation = _evaluate(
+            problems,
+            "sleeping_softmax",
+            STOPPED_WATCHER,
+            policy,
+            monkeypatch,
+            disabled_defences="threads",
+            interleave_block=block,
+        )
+        statuses[name], logs[name] = result.statuses, evaluation.log
+        if result.statuses == ["PASSED"]:
+            assert evaluation.timing["interleave_block"] == block
+    assert statuses == {"interleaved": ["REWARD_HACK"], "sequential": ["PASSED"]}, logs
+    assert "timed iteration" in logs["interleaved"]
 
 
 def _alive(pid: int) -> bool:
@@ -297,3 +365,34 @@ def test_a_bf16_downcast_is_incorrect_in_the_sandbox_and_honest_passes(problems,
     assert cheat.statuses == ["INCORRECT_NUMERICAL"], cheat.traces[0].evaluation.log
     assert "norm-wise relative error" in cheat.traces[0].evaluation.log
     assert honest.statuses == ["PASSED"], honest.traces[0].evaluation.log
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the off-CPU filter of the paired estimator (issue #44, SOL-score CV on a loaded machine)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_pairs_with_a_preempted_call_are_left_out_of_the_ratio():
+    from neurips26.methods.solexecbench import driver
+
+    pairs = [(100_000, 200_000), (900_000, 200_000), (100_000, 800_000), (100_000, 200_000)]
+    cpu_k = [99_000, 100_000, 99_000, 99_000]  # the second solution call was off the CPU for 0.8 ms
+    cpu_b = [199_000, 199_000, 200_000, 199_000]  # the third reference call too
+    assert driver._on_cpu_pairs(pairs, cpu_k, cpu_b) == [pairs[0], pairs[3]]
+
+
+def test_fewer_than_half_on_the_cpu_keeps_every_pair():
+    """A solution that sleeps in most of its calls cannot choose which of them count."""
+    from neurips26.methods.solexecbench import driver
+
+    pairs = [(100_000 + i, 200_000) for i in range(5)]
+    cpu_k = [99_000, 99_000, 10_000, 10_000, 10_000]
+    assert driver._on_cpu_pairs(pairs, cpu_k, [199_000] * 5) == pairs
+
+
+@pytest.mark.parametrize("cpu", [None, "forged", [1, 2], [1.5] * 3])
+def test_a_missing_or_malformed_cpu_report_counts_every_call_as_on_the_cpu(cpu):
+    from neurips26.methods.solexecbench import driver
+
+    pairs = [(100_000, 200_000)] * 3
+    assert driver._on_cpu_pairs(pairs, cpu, [199_000] * 3) == pairs

@@ -50,6 +50,15 @@ class SOLARConfig:
         "each library baseline runs on the programs of its framework",
     )
     programs: tuple[str, ...] = param((), source="ours: PyTorch programs; empty = the whole PyTorch suite")
+    real_models: tuple[str, ...] = param(
+        ("gemma3-270m", "qwen2.5-coder-0.5b"),
+        source="issue #45 item 5: the real LMs of neurips26.zoo.real_lm (suite 'real_lm')",
+    )
+    real_tokens: tuple[int, ...] = param(
+        (16, 64, 128),
+        source="ours: prompt lengths of the real-LM forwards (below Gemma's 512-token window; a 128-token "
+        "Qwen forward takes ~3 s on one core)",
+    )
     jax_programs: tuple[str, ...] = param((), source="ours: JAX programs; empty = the whole JAX suite")
     reps: int = param(7, source="ours: median of 7 cold-cache calls is stable to a few % on 2 shared cores")
     warmup: int = param(1, source="ours: one call to load code paths before timing")
@@ -63,8 +72,17 @@ class SOLARConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.suite not in ("torch", "jax"):
-            raise ValueError(f"suite must be 'torch' or 'jax', got {self.suite!r}")
+        if self.suite not in ("torch", "jax", "real_lm"):
+            raise ValueError(f"suite must be 'torch', 'jax' or 'real_lm', got {self.suite!r}")
+        from neurips26.methods.solar.real_lm import REAL_LM_SHAPES
+
+        self.real_models = tuple(self.real_models)
+        unknown_models = [m for m in self.real_models if m not in REAL_LM_SHAPES]
+        if unknown_models:
+            raise ValueError(f"real_models={unknown_models} are unknown; known: {sorted(REAL_LM_SHAPES)}")
+        self.real_tokens = tuple(self.real_tokens)
+        if not all(type(t) is int and 1 <= t <= 512 for t in self.real_tokens):
+            raise ValueError(f"real_tokens must be integers in [1, 512], got {self.real_tokens!r}")
         from neurips26.methods.solar.suite import PROGRAMS
         from neurips26.methods.solar.suite.jax_programs import NAMES
 

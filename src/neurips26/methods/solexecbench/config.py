@@ -74,6 +74,27 @@ class SolExecBenchConfig:
         "README Timing CV: T_b median x median of the i-th T_k/T_b ratios (T_b from the trusted judge, issue"
         " #44); 'median' = upstream's median T_k",
     )
+    interleave_block: int = param(
+        3,
+        "issue #44 (SOL-score CV): T_k and T_b in alternating blocks of this many timed calls, each side in"
+        " its own process, the other side stopped (CPU only); 0 = the solution's timing, then the"
+        " reference's",
+    )
+    settle_ms: float = param(
+        1.0,
+        "issue #44 (SOL-score CV): sleep this long between the cache flush and each timed CPU call, so the"
+        " call starts a fresh scheduler slice (both sides; not counted)",
+    )
+    steady_allocator: bool = param(
+        True,
+        "issue #44 (SOL-score CV): fixed glibc malloc thresholds in every evaluation process, so a call's"
+        " temporaries reuse pages instead of faulting on fresh ones depending on the allocation history",
+    )
+    off_cpu_filter: bool = param(
+        True,
+        "issue #44 (SOL-score CV): paired_ratio keeps the pairs whose two calls stayed on the CPU (wall"
+        " time within 5% of the thread's CPU time), if at least half do",
+    )
     pin_cpu: int = param(-1, "ours: pin the evaluation child to this CPU (-1 = no pinning)")
     recheck_k: int = param(2, "ours: outputs of k random timed iterations re-checked (honest-then-stale)")
     time_reference: bool = param(
@@ -158,6 +179,7 @@ class SolExecBenchConfig:
             raise ValueError(f"max_reps ({self.max_reps}) must be >= min_reps ({self.min_reps})")
         for name in (
             "recheck_k",
+            "interleave_block",
             "flush_bytes",
             "address_space_extra_bytes",
             "file_bytes",
@@ -174,6 +196,10 @@ class SolExecBenchConfig:
                 f"sandbox_uid must be a uid >= 0 or -1 (keep the harness's uid), got {self.sandbox_uid!r}"
             )
         check_positive("tolerance_scale", self.tolerance_scale, allow_zero=True)
+        check_positive("settle_ms", self.settle_ms, allow_zero=True)
+        for name in ("steady_allocator", "off_cpu_filter"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
             check_positive(name, getattr(self, name), allow_zero=name == "fast_p")
         unknown = sorted(self._disabled() - set(DEFENCES))
@@ -205,6 +231,10 @@ class SolExecBenchConfig:
             "tolerance_scale": self.tolerance_scale,
             "timing_estimator": self.timing_estimator,
             "pin_cpu": self.pin_cpu,
+            "interleave_block": self.interleave_block,
+            "settle_ms": self.settle_ms,
+            "steady_allocator": self.steady_allocator,
+            "off_cpu_filter": self.off_cpu_filter,
             "time_reference": self.time_reference,
             "timeout_s": self.timeout_s,
             "seed": None if self.seed < 0 else self.seed,

@@ -15,6 +15,12 @@ nothing. The fork server (a child subreaper) then kills and flags any process of
 trusted judge, which never sees the solution: it rebuilds the inputs from the seeds, computes the reference,
 compares the decoded bytes and times the reference (``T_b``). See :func:`_serve_one`.
 
+Interleaved timing (CPU, ``interleave_block`` > 0): ``T_k`` and ``T_b`` are taken in alternating blocks, so a
+load swing hits both. After each block of the solution's timed calls the fork server stops every process of
+the solution (SIGSTOP, children and orphans included), lets a trusted reference timer (forked from the fork
+server, never seeing the solution, not dumpable) time as many reference calls, and continues the solution;
+the judge then takes ``T_b`` from those samples. See :class:`_ReferenceTurns`.
+
 Devices and timers: ``settings['device']`` is ``cpu`` or ``cuda:0`` (the sandbox shows at most one GPU);
 ``settings['timer']`` picks the clock — ``perf_counter_ns`` with a 2x LLC flush, CUDA events or CUPTI kernel
 spans with a 2x L2 flush (see :class:`_CudaEventClock`, :class:`_CuptiClock`). The fork server itself never
@@ -43,6 +49,8 @@ import torch
 
 # Bound before any user code exists: the timer and the checks below use these local names.
 _PERF = time.perf_counter_ns
+_SLEEP = time.sleep
+_CPU_TIME = time.thread_time_ns  # the calling thread, on-CPU only (exact even under RLIMIT_CPU)
 _REAL_STDOUT = -1  # the JSON channel, dup'ed from fd 1 in main()
 
 _TIMER_NAMES = ("perf_counter_ns", "perf_counter", "time", "time_ns", "monotonic", "monotonic_ns")
@@ -407,14 +415,21 @@ class _CpuClock:
 
     name = "cpu"
 
-    def __init__(self, flush_bytes: int) -> None:
+    def __init__(self, flush_bytes: int, settle_s: float = 0.0) -> None:
         self.flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.float32)
+        self.settle_s = settle_s
+        self.cpu_ns: list[int] = []  # the process's CPU time of each measured call, beside its wall time
 
     def measure(self, fn, index: int) -> tuple:
         self.flush.fill_(float(index))
+        if self.settle_s:  # give the CPU up: the call then starts a fresh scheduler slice after the wake-up
+            _SLEEP(self.settle_s)
+        cpu = _CPU_TIME()
         start = _PERF()
         result = fn()
-        return result, _PERF() - start
+        elapsed = _PERF() - start
+        self.cpu_ns.append(_CPU_TIME() - cpu)
+        return result, elapsed
 
     def info(self) -> dict:
         return {"backend": self.name, "flush_bytes": self.flush.numel() * 4}
@@ -510,7 +525,7 @@ def _make_clock(settings: dict):
     """The timer the harness selected (``settings['timer']``); CUPTI falls back to events if it fails."""
     timer = settings.get("timer", "cpu")
     if timer == "cpu":
-        clock = _CpuClock(settings["flush_bytes"])
+        clock = _CpuClock(settings["flush_bytes"], settings.get("settle_ms", 0.0) / 1e3)
     elif timer == "cupti":
         try:
             clock = _CuptiClock(settings["flush_bytes"])
@@ -525,14 +540,16 @@ def _make_clock(settings: dict):
     return clock
 
 
-def _time_defended(call, make_iteration, settings: dict, recheck: set[int], clock) -> tuple:
+def _time_defended(call, make_iteration, settings: dict, recheck: set[int], clock, turns=None) -> tuple:
     """Cold-cache, fresh-input timing: returns stats, the kept (inputs copy, inputs, outputs) of
     ``recheck`` and of the last timed call, and the samples (ns).
 
     Every iteration gets newly allocated inputs with fresh values (``make_iteration(kind, index)``, seeded
     per iteration so that the trusted judge can rebuild them) and NaN-filled outputs, made outside the timed
     window; they are kept alive, so pointers are unique. ``clock`` flushes the caches and measures one call.
-    The solution and the reference are timed by this same loop in different processes (issue #44).
+    The solution and the reference are timed by this same loop in different processes (issue #44). With
+    ``turns`` (a :class:`_Turns`, the solution's side of an interleaved timing) the loop hands over to the
+    reference after every ``turns.block`` timed calls and stops when the fork server says so.
     """
     alive, kept, samples = [], {}, []
     for index in range(settings["warmup"]):
@@ -540,7 +557,16 @@ def _time_defended(call, make_iteration, settings: dict, recheck: set[int], cloc
         call(inputs, outputs)
     deadline = _PERF() + settings["time_budget_s"] * 1e9  # wall budget: flushes and input making count
     index, last = 0, None
-    while index < settings["max_reps"] and (index < settings["min_reps"] or _PERF() < deadline):
+    if hasattr(clock, "cpu_ns"):
+        clock.cpu_ns.clear()
+
+    def more() -> bool:
+        if turns is None:
+            return index < settings["max_reps"] and (index < settings["min_reps"] or _PERF() < deadline)
+        # interleaved: after each block the other side takes its turn; the fork server says when to stop
+        return index == 0 or index % turns.block != 0 or turns.hand_over(samples)
+
+    while more():
         inputs, outputs = make_iteration("timed", index)
         saved = _clone(inputs) if index in recheck else None
         result, elapsed = clock.measure(lambda: call(inputs, outputs), index)  # noqa: B023 - called now
@@ -569,6 +595,261 @@ def _time_plain(call, inputs: list, outputs: list, settings: dict, timer) -> dic
         sync()  # a naive GPU loop still waits for the kernel, else it times launches only
         samples.append(int((timer() - start) * 1e9))
     return _stats(samples)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# interleaved timing: the solution's and the reference's blocks alternate, each in its own process
+# ---------------------------------------------------------------------------------------------------------
+
+
+def interleave_block(settings: dict) -> int:
+    """Timed calls per turn when ``T_k`` and ``T_b`` are measured in alternating blocks (0: one after the
+    other). Only on the CPU: a stopped process's queued GPU kernels would still run in the reference's
+    turn."""
+    on = settings["mode"] == "solexecbench" and settings["time_reference"]
+    on_cpu = settings.get("device", "cpu") == "cpu"  # read from the settings: also before _use_device ran
+    return int(settings.get("interleave_block", 0)) if on and on_cpu else 0
+
+
+def _write_line(fd: int, message: dict) -> None:
+    view = memoryview(json.dumps(message).encode() + b"\n")
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_line(fd: int, deadline: float) -> dict | None:
+    """One JSON line from ``fd`` (None at EOF, on garbage or past ``deadline``); reads byte by byte, so
+    nothing after the line is consumed."""
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        byte = os.read(fd, 1)
+        if not byte:
+            return None
+        line += byte
+    try:
+        message = json.loads(line.decode())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+class _Turns:
+    """One side of an interleaved timing (:func:`_time_defended`'s ``turns``). After each block of
+    ``block`` timed calls it reports to the fork server and waits for its word: ``c`` (one more block) or
+    ``s`` (stop). The solution's side reports its call count; the reference timer's side its samples."""
+
+    def __init__(self, block: int, report_fd: int, control_fd: int, workload_index: int, clock=None) -> None:
+        self.block, self.report_fd, self.control_fd = block, report_fd, control_fd
+        self.workload_index, self.clock = workload_index, clock  # a clock: ship its samples
+
+    def hand_over(self, samples: list[int]) -> bool:
+        message: dict = {"turn": self.workload_index, "reps": len(samples)}
+        if self.clock is not None:
+            message["samples"] = samples[-self.block :]
+            message["cpu"] = getattr(self.clock, "cpu_ns", [])[-self.block :]
+        _write_line(self.report_fd, message)
+        return os.read(self.control_fd, 1) == b"c"
+
+
+_PR_SET_DUMPABLE = 4
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 * 2**20  # glibc's ceiling on 64-bit
+
+
+def _steady_allocator() -> None:
+    """Fix glibc malloc's thresholds for this process (solution's, reference timer's, judge's alike): by
+    default the mmap threshold moves with the sizes freed so far and freed memory is trimmed, so whether a
+    call's temporaries land on reused pages or on fresh ones that fault inside the timed window depends on
+    the allocation history, and a call's time jumped 2x between runs of the same code. Fixed, blocks up to
+    32 MiB are reused from the heap and never given back while the process lives."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+        libc.mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD_MAX)
+
+
+def _timer_child(request: dict, workload_index: int, control_fd: int, report_fd: int) -> None:
+    """The reference timer of one workload (trusted: forked from the fork server while every process of the
+    solution is stopped; it never sees the solution). It times the reference with the solution's loop, one
+    block per turn, and reports each block's samples. Not dumpable: a solution process of the same uid can
+    neither trace it nor read or write its memory."""
+    import ctypes
+
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    if _REAL_STDOUT >= 0:
+        os.close(_REAL_STDOUT)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    try:
+        settings = request["settings"]
+        if settings.get("steady_allocator"):
+            _steady_allocator()
+        _use_device(settings)
+        if settings.get("pin_cpu", -1) >= 0:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, {settings["pin_cpu"]})
+        torch.set_num_threads(settings["threads"])
+        namespace: dict = {"__name__": "reference"}
+        exec(compile(request["problem"]["reference"], "<reference>", "exec"), namespace)
+        reference = namespace["run"]
+        workload = request["workloads"][workload_index]
+        make_iteration = _reference_iterations(request["problem"], workload, workload_index, settings)
+        clock = _make_clock(settings)
+        turns = _Turns(interleave_block(settings), report_fd, control_fd, workload_index, clock)
+        _time_defended(lambda inputs, _: reference(*inputs), make_iteration, settings, set(), clock, turns)
+    except BaseException as error:  # the fork server reads this instead of samples
+        with contextlib.suppress(OSError):
+            _write_line(report_fd, {"error": repr(error)[:500]})
+    os._exit(0)
+
+
+def _stop_processes(exclude: set[int]) -> list[int]:
+    """SIGSTOP every process below the fork server except ``exclude`` (the reference timer), children of
+    children included, until no running one is left; returns them, to be continued. With the fork server a
+    child subreaper, this is the solution's process and everything it started, wherever it moved."""
+    stopped: list[int] = []
+    while True:
+        found = [pid for pid in _descendants(exclude) if pid not in stopped]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+    deadline = time.monotonic() + 0.5
+    while any(_running(pid) for pid in stopped) and time.monotonic() < deadline:
+        time.sleep(0.0002)  # the signal is delivered asynchronously: wait until every thread has stopped
+    return stopped
+
+
+def _descendants(exclude: set[int]) -> list[int]:
+    pending, found = [pid for pid in _children() if pid not in exclude], []
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        for task in _listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as handle:
+                pending += [int(p) for p in handle.read().split()]
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _running(pid: int) -> bool:
+    """Whether any thread of ``pid`` is still neither stopped nor dead."""
+    for task in _listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/stat") as handle:
+            if handle.read().rpartition(")")[2].split()[0] not in ("T", "t", "Z", "X"):
+                return True
+    return False
+
+
+def _continue_processes(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+
+
+class _ReferenceTurns:
+    """The fork server's side of an interleaved timing (issue #44: ``T_k`` and ``T_b`` from adjacent
+    blocks, so a load swing hits both). When the solution's process reports a block, every process of the
+    solution is stopped, the workload's trusted reference timer (forked on the first block) times as many
+    reference calls, and the solution is continued and told whether to go on. Nothing the solution reports
+    decides anything but this schedule: the judge checks that it made exactly as many timed calls as the
+    reference (:func:`_judge_workload`)."""
+
+    def __init__(self, request: dict, block: int) -> None:
+        self.request, self.block = request, block
+        self.settings = request["settings"]
+        self.samples: dict[str, list[int]] = {}
+        self.cpu: dict[str, list[int]] = {}
+        self.errors: dict[str, str] = {}
+        self.timer: tuple[int, int, int, int] | None = None  # pid, control fd, report fd, workload index
+        self.started: dict[int, float] = {}
+        self.deadline = time.monotonic() + self.settings["timeout_s"]
+
+    def on_turn(self, message: dict, control_fd: int) -> None:
+        index, reps = message.get("turn"), message.get("reps")
+        workloads = self.request["workloads"]
+        valid = isinstance(index, int) and 0 <= index < len(workloads) and isinstance(reps, int)
+        uuid = workloads[index]["uuid"] if valid else None
+        done = self.samples.get(uuid, []) if valid else []
+        go_on = False
+        if valid and reps == len(done) + self.block and uuid not in self.errors:
+            stopped = _stop_processes({self.timer[0]} if self.timer else set())
+            try:
+                go_on = self._reference_block(index, uuid)
+            finally:
+                _continue_processes(stopped)
+        with contextlib.suppress(OSError):
+            os.write(control_fd, b"c" if go_on else b"s")
+
+    def _reference_block(self, index: int, uuid: str) -> bool:
+        """Time one block of reference calls; returns whether the solution takes another turn."""
+        if self.timer is None or self.timer[3] != index:
+            self.close()
+            self.timer = self._fork_timer(index)
+            self.started[index] = time.monotonic()
+        else:
+            with contextlib.suppress(OSError):
+                os.kill(self.timer[0], signal.SIGCONT)  # whatever the solution sent it while it waited
+                os.write(self.timer[1], b"c")
+        answer = _read_line(self.timer[2], self.deadline)
+        samples = answer.get("samples") if answer else None
+        if not (isinstance(samples, list) and len(samples) == self.block):
+            self.errors[uuid] = (answer or {}).get("error", "the reference timer gave no samples")
+            self.close()
+            return False
+        done = self.samples.setdefault(uuid, [])
+        done += [int(ns) for ns in samples]
+        cpu = answer.get("cpu")
+        self.cpu.setdefault(uuid, []).extend(int(ns) for ns in (cpu if isinstance(cpu, list) else []))
+        settings, reps = self.settings, len(done)
+        budget = 2 * settings["time_budget_s"]  # both sides' calls share it now
+        in_budget = time.monotonic() - self.started[index] < budget
+        return reps < settings["min_reps"] or (reps + self.block <= settings["max_reps"] and in_budget)
+
+    def _fork_timer(self, index: int) -> tuple[int, int, int, int]:
+        control_r, control_w = os.pipe()
+        report_r, report_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(control_w)
+            os.close(report_r)
+            _timer_child(self.request, index, control_r, report_w)
+            os._exit(1)
+        os.close(control_r)
+        os.close(report_w)
+        return pid, control_w, report_r, index
+
+    def close(self) -> None:
+        """End the current timer: told to stop (it exits), then killed and reaped in any case."""
+        if self.timer is None:
+            return
+        pid, control_fd, report_fd, _ = self.timer
+        self.timer = None
+        with contextlib.suppress(OSError):
+            os.write(control_fd, b"s")
+        for fd in (control_fd, report_fd):
+            os.close(fd)
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -622,7 +903,7 @@ class _Shipment:
 
 
 def _solution_workload(
-    problem, workload, workload_index, solution, dps, settings, guard, rng, clock, shipment
+    problem, workload, workload_index, solution, dps, settings, guard, rng, clock, shipment, channel
 ):
     """The untrusted side of one workload (``solexecbench`` mode): the solution's correctness calls and its
     timing, with the defences that can only fail it (types, input mutation, integrity, threads, processes).
@@ -658,7 +939,9 @@ def _solution_workload(
         seed = _iteration_seed(base, workload_index, kind, index)
         return _seeded_inputs(problem, workload, seed), _empty_outputs(problem, workload, True)
 
-    timing, kept, samples = _time_defended(user, make_iteration, settings, recheck, clock)
+    block = interleave_block(settings)
+    turns = _Turns(block, channel[0], channel[1], workload_index) if block else None
+    timing, kept, samples = _time_defended(user, make_iteration, settings, recheck, clock, turns)
     guard.integrity("after timing")
     guard.processes("after timing")
     for index, (saved, inputs, outs) in sorted(kept.items()):
@@ -670,6 +953,7 @@ def _solution_workload(
     if settings.get("triton_interpret"):  # Triton's interpreter runs the kernel as numpy on the CPU
         timing.update(backend="triton-interpreter", meaningful=False)
     result["timing"], result["samples_ns"] = timing, samples
+    result["cpu_ns"] = list(getattr(clock, "cpu_ns", []))
     return result
 
 
@@ -771,10 +1055,63 @@ def _expected_checks(pending: dict, settings: dict) -> tuple[list[dict], list[di
     return rounds, timed
 
 
-def _judge_workload(problem, workload, workload_index, pending, blob, settings, clock) -> dict:
+OFF_CPU_SLACK, OFF_CPU_NS = 0.05, 20_000  # wall time above on-CPU time that still counts as on the CPU
+
+
+def _on_cpu(wall: list[int], cpu) -> list[bool]:
+    """Whether each timed call stayed on the CPU (its wall time within 5% + 20 us of its thread's CPU
+    time): a call that was preempted, or that slept, is not. Without a CPU time per call (CUDA clocks, a
+    malformed report), every call counts as on the CPU."""
+    if not isinstance(cpu, list) or len(cpu) != len(wall) or not all(isinstance(c, int) for c in cpu):
+        return [True] * len(wall)
+    return [w <= c * (1 + OFF_CPU_SLACK) + OFF_CPU_NS for w, c in zip(wall, cpu, strict=True)]
+
+
+def _on_cpu_pairs(pairs: list[tuple[int, int]], cpu_k, cpu_b) -> list[tuple[int, int]]:
+    """The (solution, reference) sample pairs in which both calls stayed on the CPU (a loaded machine's
+    preemptions are what made the ratio jump between runs). Wall times are kept, never CPU times: a solution
+    that moves its work to another thread gains nothing. Fewer than half the pairs left: all of them, so
+    a solution that marks some of its calls (by sleeping in them) can at most pick its faster half."""
+    on_k = _on_cpu([k for k, _ in pairs], cpu_k)
+    on_b = _on_cpu([b for _, b in pairs], cpu_b)
+    kept = [pair for pair, a, b in zip(pairs, on_k, on_b, strict=True) if a and b]
+    return kept if 2 * len(kept) >= len(pairs) else pairs
+
+
+def _reference_iterations(problem: dict, workload: dict, workload_index: int, settings: dict):
+    """The reference's timed calls' inputs: seeded per call like the solution's, with their own stream."""
+
+    def make_iteration(kind: str, index: int):
+        seed = _iteration_seed(settings["base_seed"], workload_index, "reference-" + kind, index)
+        return _seeded_inputs(problem, workload, seed), None
+
+    return make_iteration
+
+
+def _reference_samples(problem, workload, workload_index, settings, clock, reps: int, trusted) -> list[int]:
+    """``T_b``'s samples: those the trusted reference timer took in the solution's turns' gaps (interleaved
+    timing; they must be exactly as many as the solution's timed calls), else timed here and now with the
+    solution's loop and repetition count."""
+    if interleave_block(settings):
+        if trusted.get("error"):
+            raise RuntimeError(f"the reference timer failed: {trusted['error']}")
+        samples = trusted.get("samples") or []
+        if len(samples) != reps:
+            raise RewardHack(
+                f"the solution's process reported {reps} timed calls, its turns gave {len(samples)}"
+            )
+        return samples
+    fixed = {**settings, "min_reps": reps, "max_reps": reps}
+    make_iteration = _reference_iterations(problem, workload, workload_index, settings)
+    reference = problem["namespace"]["run"]
+    return _time_defended(lambda inputs, _: reference(*inputs), make_iteration, fixed, set(), clock)[2]
+
+
+def _judge_workload(problem, workload, workload_index, pending, blob, settings, clock, trusted) -> dict:
     """Judge one workload the solution's process reported as run: rebuild each checked call's inputs from
-    its seed, compute the reference here, compare the shipped outputs, and time the reference (``T_b``) with
-    the solution's own loop and repetition count. Raises :class:`Incorrect` / :class:`RewardHack`."""
+    its seed, compute the reference here, compare the shipped outputs, and take ``T_b`` (the reference timed
+    with the solution's own loop and repetition count; ``trusted`` holds the interleaved timer's samples).
+    Raises :class:`Incorrect` / :class:`RewardHack`."""
     names_out = list(problem["outputs"])
     reference = problem["namespace"]["run"]
     tolerance = scaled_tolerance(workload["tolerance"], settings.get("tolerance_scale", 1.0))
@@ -811,19 +1148,18 @@ def _judge_workload(problem, workload, workload_index, pending, blob, settings, 
     result["timing"] = timing
     performance = {"latency_ms": timing["median_ms"]}
     if settings["time_reference"]:
-        fixed = {**settings, "min_reps": reps, "max_reps": reps}
-
-        def make_iteration(kind: str, index: int):
-            seed = _iteration_seed(base, workload_index, "reference-" + kind, index)
-            return _seeded_inputs(problem, workload, seed), None
-
-        ref_timing, _, ref_samples = _time_defended(
-            lambda inputs, _: reference(*inputs), make_iteration, fixed, set(), clock
-        )
+        ref_samples = _reference_samples(problem, workload, workload_index, settings, clock, reps, trusted)
+        ref_timing = _stats(ref_samples)
+        timing["interleave_block"] = interleave_block(settings)
         if settings.get("timing_estimator") == "paired_ratio":
-            # the i-th solution sample against the i-th reference sample (same loop, same index; the two
-            # are timed one after the other in separate processes, not interleaved any more)
-            ratios = sorted(k / max(b, 1) for k, b in zip(pending["samples_ns"], ref_samples, strict=False))
+            # the i-th solution sample against the i-th reference sample (same loop, same index); with the
+            # interleaved timing the two were taken in adjacent blocks, so a load swing scales both
+            pairs = list(zip(pending["samples_ns"], ref_samples, strict=False))
+            if settings.get("off_cpu_filter"):
+                pairs = _on_cpu_pairs(pairs, pending.get("cpu_ns"), trusted.get("cpu"))
+                ref_timing = _stats([b for _, b in pairs])
+                timing["on_cpu_pairs"] = len(pairs)
+            ratios = sorted(k / max(b, 1) for k, b in pairs)
             timing["paired_ratio_median"] = ratios[len(ratios) // 2]
             performance["latency_ms"] = ref_timing["median_ms"] * timing["paired_ratio_median"]
         performance["reference_latency_ms"] = ref_timing["median_ms"]
@@ -832,10 +1168,12 @@ def _judge_workload(problem, workload, workload_index, pending, blob, settings, 
     return result
 
 
-def _judge(request: dict, untrusted: list[dict], blob: bytearray) -> list[dict]:
+def _judge(request: dict, untrusted: list[dict], blob: bytearray, timed: _ReferenceTurns) -> list[dict]:
     """The trusted judge's verdict on every workload (in the judge process: the reference is executed here
     from the request's source; the solution was never imported into this process or its parent)."""
     settings = request["settings"]
+    if settings.get("steady_allocator"):
+        _steady_allocator()
     _use_device(settings)
     if settings.get("pin_cpu", -1) >= 0:
         with contextlib.suppress(OSError):
@@ -851,10 +1189,15 @@ def _judge(request: dict, untrusted: list[dict], blob: bytearray) -> list[dict]:
     for index, workload in enumerate(request["workloads"]):
         pending = by_uuid.get(workload["uuid"], {"uuid": workload["uuid"], "status": "RUNTIME_ERROR"})
         if pending["status"] != "PASSED" or "checks" not in pending:
-            results.append({k: v for k, v in pending.items() if k not in ("checks", "samples_ns")})
+            results.append(_public(pending))
             continue
         try:
-            results.append(_judge_workload(problem, workload, index, pending, blob, settings, clock))
+            trusted = {
+                "samples": timed.samples.get(workload["uuid"]),
+                "cpu": timed.cpu.get(workload["uuid"]),
+                "error": timed.errors.get(workload["uuid"]),
+            }
+            results.append(_judge_workload(problem, workload, index, pending, blob, settings, clock, trusted))
         except RewardHack as error:
             results.append({"uuid": workload["uuid"], "status": "REWARD_HACK", "log": str(error)})
         except Incorrect as error:
@@ -977,11 +1320,13 @@ def _prepare_triton(staging: str, interpret: bool) -> None:
         os.environ.pop("TRITON_INTERPRET", None)
 
 
-def _evaluate(request: dict, shipment: _Shipment) -> list[dict]:
+def _evaluate(request: dict, shipment: _Shipment, channel: tuple[int, int]) -> list[dict]:
     """The solution's process: import the solution and run it on every workload. In ``solexecbench`` mode
     nothing here judges correctness or times the reference (:func:`_solution_workload`); the baseline
     harnesses (``naive``, ``kernelbench``) keep their in-process check (:func:`_baseline_workload`)."""
     settings = request["settings"]
+    if settings.get("steady_allocator"):
+        _steady_allocator()
     _use_device(settings)
     if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
         with contextlib.suppress(OSError):
@@ -1052,7 +1397,7 @@ def _evaluate(request: dict, shipment: _Shipment) -> list[dict]:
         try:
             if mode == "solexecbench":
                 item = _solution_workload(
-                    problem, workload, index, solution, dps, settings, guard, rng, clock, shipment
+                    problem, workload, index, solution, dps, settings, guard, rng, clock, shipment, channel
                 )
             else:
                 item = _baseline_workload(problem, workload, solution, dps, mode, settings)
@@ -1457,7 +1802,7 @@ def _set_limits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _child(request: dict, write_fd: int) -> None:
+def _child(request: dict, write_fd: int, control_fd: int) -> None:
     me = os.getpid()
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -1473,7 +1818,7 @@ def _child(request: dict, write_fd: int) -> None:
     try:
         isolation = _isolate(request["settings"]["limits"], request["staging"])
         _set_limits(request["settings"]["limits"])
-        payload = {"results": _evaluate(request, shipment)}
+        payload = {"results": _evaluate(request, shipment, (write_fd, control_fd))}
     except MemoryError:
         payload = {"error": "RUNTIME_ERROR", "log": "out of memory (address-space limit)"}
     except BaseException as error:
@@ -1497,7 +1842,9 @@ def _answer(write_fd: int, payload: dict, parts: list[bytes]) -> None:
     os._exit(0)
 
 
-def _judge_child(request: dict, untrusted: list[dict], blob: bytearray, write_fd: int) -> None:
+def _judge_child(
+    request: dict, untrusted: list[dict], blob: bytearray, timed: _ReferenceTurns, write_fd: int
+) -> None:
     """The trusted judge process (forked from the fork server once the solution's process tree is gone):
     it runs only the problem's reference and the checker, and answers the final per-workload results."""
     os.setpgid(0, 0)
@@ -1507,7 +1854,7 @@ def _judge_child(request: dict, untrusted: list[dict], blob: bytearray, write_fd
     if _REAL_STDOUT >= 0:
         os.close(_REAL_STDOUT)
     try:
-        payload = {"results": _judge(request, untrusted, blob)}
+        payload = {"results": _judge(request, untrusted, blob, timed)}
     except BaseException as error:
         payload = {"error": "RUNTIME_ERROR", "log": f"the trusted judge failed: {error!r}"}
     _answer(write_fd, payload, [])
@@ -1544,7 +1891,11 @@ def _serve_one(request: dict) -> dict:
     except Exception as error:
         request["stored_error"] = repr(error)
     before = _scratch_entries()
-    answer, blob = _serve_child(request, lambda fd: _child(request, fd))
+    timed = _ReferenceTurns(request, interleave_block(request["settings"]))
+    try:
+        answer, blob = _serve_child(request, lambda fd, control: _child(request, fd, control), timed.on_turn)
+    finally:
+        timed.close()
     survivors = _kill_survivors()
     isolation = answer.get("isolation") or {}
     if isolation.get("tmp") != "private-tmpfs" or isolation.get("tmp_unmounted"):
@@ -1565,7 +1916,7 @@ def _serve_one(request: dict) -> dict:
     if not any(item["status"] == "PASSED" for item in answer["results"]):
         return {**answer, "results": [_public(item) for item in answer["results"]]}
     untrusted = answer["results"]
-    judged, _ = _serve_child(request, lambda fd: _judge_child(request, untrusted, blob, fd))
+    judged, _ = _serve_child(request, lambda fd, _: _judge_child(request, untrusted, blob, timed, fd))
     _kill_survivors()
     if "error" in judged:
         return {**judged, "isolation": isolation}
@@ -1574,7 +1925,7 @@ def _serve_one(request: dict) -> dict:
 
 def _public(item: dict) -> dict:
     """A result without the solution's shipping fields (check records, raw samples)."""
-    return {k: v for k, v in item.items() if k not in ("checks", "samples_ns")}
+    return {k: v for k, v in item.items() if k not in ("checks", "samples_ns", "cpu_ns")}
 
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -1621,16 +1972,20 @@ def _kill_survivors(rounds: int = 64) -> list[int]:
 MAX_SHIPPED_BYTES = 8 * 2**30  # outputs of the checked calls an evaluation may ship to the judge
 
 
-def _read_answer(read_fd: int, deadline: float) -> tuple[dict | None, bytearray, bool]:
-    """Read a child's JSON header line and the bytes it announces (``blob_bytes``), up to ``deadline``.
-    Not to EOF: processes the solution forked may hold the pipe open. Returns (header or None, blob,
-    timed out)."""
+def _read_answer(read_fd: int, deadline: float, on_turn=None) -> tuple[dict | None, bytearray, bool]:
+    """Read a child's JSON header line and the bytes it announces (``blob_bytes``), up to ``deadline``;
+    lines with a ``turn`` before it go to ``on_turn`` (interleaved timing). Not to EOF: processes the
+    solution forked may hold the pipe open. Returns (header or None, blob, timed out)."""
     buffer, header, need = bytearray(), None, 0
     while True:
         if header is None and b"\n" in buffer:
             line, _, rest = bytes(buffer).partition(b"\n")
             try:
                 header = json.loads(line.decode())
+                if on_turn is not None and isinstance(header, dict) and "turn" in header:
+                    on_turn(header)
+                    header, buffer = None, bytearray(rest)
+                    continue
                 need = int(header.get("blob_bytes", 0))
             except (ValueError, AttributeError, TypeError):
                 return None, bytearray(), False
@@ -1650,18 +2005,25 @@ def _read_answer(read_fd: int, deadline: float) -> tuple[dict | None, bytearray,
             buffer += chunk
 
 
-def _serve_child(request: dict, work) -> tuple[dict, bytearray]:
-    """Fork, run ``work(write_fd)`` in the child (it never returns), read its answer under the wall
-    timeout, kill its process group; returns the answer and the bytes that came with it."""
+def _serve_child(request: dict, work, on_turn=None) -> tuple[dict, bytearray]:
+    """Fork, run ``work(write_fd, control_fd)`` in the child (it never returns), read its answer under the
+    wall timeout (passing each turn message to ``on_turn(message, control_write_fd)``), kill its process
+    group; returns the answer and the bytes that came with it."""
     read_fd, write_fd = os.pipe()
+    control_r, control_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        work(write_fd)
+        os.close(control_w)
+        work(write_fd, control_r)
         os._exit(1)
     os.close(write_fd)
-    header, blob, timed_out = _read_answer(read_fd, time.monotonic() + request["settings"]["timeout_s"])
+    os.close(control_r)
+    turn = (lambda message: on_turn(message, control_w)) if on_turn else None
+    deadline = time.monotonic() + request["settings"]["timeout_s"]
+    header, blob, timed_out = _read_answer(read_fd, deadline, turn)
     os.close(read_fd)
+    os.close(control_w)
     if timed_out:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
