@@ -316,3 +316,41 @@ def test_cells_made_under_other_numeric_settings_are_not_reused(tmp_path) -> Non
     other = run_experiment(TOY_EXPERIMENT, REF, tmp_path / "toy", profile="smoke", threads=2)
     assert other["run_info"]["resumed_cells"] == 0 and other["run_info"]["numeric"]["threads"] == 2
     assert {c["numeric"]["threads"] for c in other["cells"]} == {2}
+
+
+def test_cells_carry_their_built_config_and_a_cell_cannot_edit_the_next_ones(tmp_path) -> None:
+    from neurips26.bench.runner import execute_cell, plan_cells
+
+    profile = TOY_EXPERIMENT.profile("smoke")
+    tasks = plan_cells(TOY_EXPERIMENT, REF, profile, 2, {"n_samples": 50}, 1)
+    assert all(task.config is not None and task.config.n_samples == 50 for task in tasks)
+    seen = []
+
+    def run_that_edits_its_config(system, config, profile, seed, progress):
+        seen.append(config.n_samples)
+        config.n_samples = 3  # a careless cell: must not reach the next cell of the same point
+        return TOY_EXPERIMENT.run(system, replace(config, n_samples=50), profile, seed, progress)
+
+    editing = replace(TOY_EXPERIMENT, run=run_that_edits_its_config)
+    for task in tasks[:3]:  # three cells of one point, in one process
+        assert execute_cell(task, editing)["status"] == "ok"
+    assert seen == [50, 50, 50]
+    assert tasks[0].config.n_samples == 50
+
+
+def test_a_config_value_json_cannot_hold_reaches_the_cell_intact(tmp_path) -> None:
+    from neurips26.bench.runner import execute_cell, plan_cells
+
+    marker = object()  # not JSON, not even picklable by value: carried as the object in-process
+    profile = TOY_EXPERIMENT.profile("smoke")
+    task = plan_cells(TOY_EXPERIMENT, REF, profile, 1, {}, 1)[0]
+    config = replace(task.config)
+    config.method.payload = marker  # an attribute JSON would drop on a round trip
+    received = []
+
+    def run_reading_the_payload(system, config, profile, seed, progress):
+        received.append(getattr(config.method, "payload", None))
+        return TOY_EXPERIMENT.run(system, config, profile, seed, progress)
+
+    execute_cell(replace(task, config=config), replace(TOY_EXPERIMENT, run=run_reading_the_payload))
+    assert received and received[0] is not None  # a copy of the carried object, not a rebuilt default

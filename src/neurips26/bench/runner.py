@@ -7,6 +7,7 @@ recomputing, and a run after a code change never republishes numbers the old cod
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import sys
@@ -58,6 +59,17 @@ class CellTask:
     threads: int = 1
     device: str = "cpu"
     deterministic: bool = True  # torch's deterministic algorithms (see neurips26.bench.numeric)
+    # the cell's config, built once by the driver (``plan_cells``) and carried as the object itself: no JSON
+    # round trip between the driver and the worker. None (a task made by hand) rebuilds it in the worker.
+    config: Any = None
+
+    def built_config(self, experiment: Experiment) -> Any:
+        """The config this cell runs: a copy of the carried one, else rebuilt from the profile, ``--set`` and
+        point. A copy, because most method configs are mutable dataclasses and a point's cells share one
+        object in the driver: a cell that edits its config must not change the next cell's."""
+        if self.config is not None:
+            return copy.deepcopy(self.config)
+        return experiment.config_for(self.profile, self.point, self.overrides)
 
     @property
     def cell_id(self) -> str:
@@ -85,7 +97,7 @@ def execute_cell(task: CellTask, experiment: Experiment | None = None, progress:
     """
     experiment = experiment or load_experiment(task.experiment_ref)
     profile = task.profile
-    config = experiment.config_for(profile, task.point, task.overrides)
+    config = task.built_config(experiment)
     device = _cell_device(experiment, task.device)
     cell: dict[str, Any] = {
         "schema": CELL_SCHEMA,
@@ -205,13 +217,22 @@ def plan_cells(
     threads: int,
     device: str = "cpu",
 ) -> list[CellTask]:
-    """Every cell of the profile, in a fixed order (grid point, system, seed)."""
-    return [
-        CellTask(experiment_ref, system, point, seed, profile, dict(overrides), threads, device)
-        for point in profile.points()
-        for system in experiment.system_names(profile)
-        for seed in range(seeds)
-    ]
+    """Every cell of the profile, in a fixed order (grid point, system, seed), each carrying its built config.
+
+    A point's config is built once (``config_for`` validates the ``--set`` and the point) and shared by the
+    point's cells; it travels to a worker by pickling, so a value JSON cannot hold survives.
+    """
+    tasks = []
+    for point in profile.points():
+        config = experiment.config_for(profile, point, overrides)
+        tasks += [
+            CellTask(
+                experiment_ref, system, point, seed, profile, dict(overrides), threads, device, config=config
+            )
+            for system in experiment.system_names(profile)
+            for seed in range(seeds)
+        ]
+    return tasks
 
 
 def _saved_cell(path: Path, expected_hash: str, code: str, numeric: dict) -> tuple[dict | None, str | None]:
@@ -303,18 +324,17 @@ def run_experiment(
     choose_jobs(jobs, 0, 0.0)  # validates jobs before any work
     overrides = dict(overrides or {})
     base_config = experiment.config_for(chosen, {}, overrides)  # validates --set before any work
-    for point in chosen.points():
-        experiment.config_for(chosen, point, overrides)
+    tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads, device)  # and points
 
     out = Path(out_dir)
     cells_dir = out / "cells"
-    tasks = plan_cells(experiment, experiment_ref, chosen, n_seeds, overrides, threads, device)
     code = code_fingerprint(experiment_ref)
     cells: dict[str, dict] = {}
     pending: list[CellTask] = []
     edited: list[str] = []
+    hashes = {id(task.config): config_hash(task.config) for task in tasks}  # one hash per point, not per cell
     for task in tasks:
-        expected = config_hash(experiment.config_for(chosen, task.point, overrides))
+        expected = hashes[id(task.config)]
         path = cells_dir / f"{task.cell_id}.json"
         saved, why = (None, None) if force else _saved_cell(path, expected, code, cell_numerics(task))
         if why is not None:

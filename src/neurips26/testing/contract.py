@@ -47,6 +47,25 @@ def check_config_round_trip(experiment: Experiment) -> None:
     assert config_hash(again) == config_hash(config), f"{experiment.slug}: hash changed on round trip"
 
 
+def check_cell_tasks_travel(experiment: Experiment, experiment_ref: str) -> None:
+    """Every profile's cells pickle with their built config: what a ``--jobs`` worker receives."""
+    import pickle
+
+    from neurips26.bench.runner import plan_cells
+
+    for profile in experiment.profiles.values():
+        tasks = plan_cells(experiment, experiment_ref, profile, 1, {}, 1)
+        one_per_point = {id(task.config): task for task in tasks}
+        for task in one_per_point.values():
+            try:
+                pickle.dumps(task)
+            except Exception as exc:  # what a spawn worker would fail with, said at the contract instead
+                raise AssertionError(
+                    f"{experiment.slug}: profile {profile.name!r}'s cell config does not pickle ({exc}): "
+                    "a --jobs worker could not receive it"
+                ) from exc
+
+
 def check_experiment_contract(experiment: Experiment, experiment_ref: str, run_smoke: bool = True) -> dict:
     """Spec, config round trip, profile budgets and seeds, and a real smoke run (in CPU seconds, so a loaded
     machine does not fail it) with finite metrics for every system."""
@@ -54,6 +73,7 @@ def check_experiment_contract(experiment: Experiment, experiment_ref: str, run_s
 
     check_config_round_trip(experiment)
     check_profiles(experiment)
+    check_cell_tasks_travel(experiment, experiment_ref)
     smoke = experiment.profile("smoke")
     if not run_smoke:
         return {}

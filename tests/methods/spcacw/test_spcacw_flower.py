@@ -1,8 +1,10 @@
 """SP-CACW's Flower strategy and App: FedAvg equivalence, dropped replies, bound weights, state round trip,
 and the same weights as the in-process engine through the ClientApp, the Simulation Engine (Ray) and a
-loopback Deployment Engine (one SuperLink, three SuperNodes).
+loopback Deployment Engine (one SuperLink, three SuperNodes), on the digits and the Fashion-MNIST
+federations.
 
-flwr is in the ``flower`` extra (part of ``all``); without it these tests skip.
+flwr is in the ``flower`` extra (part of ``all``); without it these tests skip. The Fashion-MNIST tests
+skip without Debian's ``dataset-fashion-mnist``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricR
 from flwr.serverapp.strategy import FedAvg  # noqa: E402
 
 from neurips26.methods.spcacw import SPCACWConfig, flower_app  # noqa: E402
+from neurips26.methods.spcacw.fashion_mnist import PIXELS  # noqa: E402
 from neurips26.methods.spcacw.integration import SPCACWStrategy, make_client_app  # noqa: E402
+from tests.methods.spcacw.test_spcacw_fmnist import needs_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
+# a small Fashion-MNIST federation with strong label skew: the target takes some peers and refuses others
+FMNIST = {"federation": "fmnist", "n-clients": 5, "dirichlet": 0.1, "num-server-rounds": 3}
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +133,7 @@ def _in_process_flower_run(overrides: dict) -> tuple[SPCACWStrategy, np.ndarray]
     _, client, _ = flower_app.build_apps(overrides)
     strategy = SPCACWStrategy(run["target"], n, flower_app.spcacw_config(run), rule=run["rule"])
     contexts = [Context(1, i + 1, {"partition-id": i}, RecordDict(), {}) for i in range(n)]
-    arrays = ArrayRecord({"theta": Array(flower_app.initial_parameters(run["hidden"], run["seed"]).numpy())})
+    arrays = ArrayRecord({"theta": Array(flower_app.initial_parameters(run).numpy())})
     for server_round in range(1, run["num-server-rounds"] + 1):
         messages = list(strategy.configure_train(server_round, arrays, ConfigRecord({}), _Grid(n)))
         replies = [client(msg, contexts[msg.metadata.dst_node_id - 1]) for msg in messages]
@@ -151,17 +157,37 @@ def test_client_app_replays_the_engine_and_the_strategy_reproduces_its_weights()
     assert np.abs(theta_wrong - theta).max() > 1e-3
 
 
-def test_run_simulation_gives_the_engine_weights():  # ~35 s (Ray start-up): kept in the default run
-    from flwr.simulation import run_simulation
+@needs_data
+def test_fmnist_client_app_replays_the_engine():
+    strategy, theta = _in_process_flower_run(FMNIST)
+    alphas = np.array([r.alpha for r in strategy.log])
+    _assert_same_as_engine(alphas, theta, FMNIST)
+    hidden = flower_app.RUN_CONFIG["hidden"]
+    assert (
+        theta.size == (PIXELS + 1) * hidden + (hidden + 1) * 10
+    )  # a 784-input MLP: the input follows the data
+    assert (alphas[1:, 1:] == 0.0).any()  # some peers get exactly zero (their bias): not a plain average
 
+
+def test_federation_key_is_checked():
+    with pytest.raises(ValueError, match="federation"):
+        flower_app.initial_parameters({**flower_app.RUN_CONFIG, "federation": "mnist"})
+    with pytest.raises(ValueError, match="n-concepts"):
+        flower_app.run_federation({**flower_app.RUN_CONFIG, **FMNIST, "n-concepts": 2})
+
+
+def test_run_simulation_gives_the_engine_weights():  # ~35 s (Ray start-up): kept in the default run
     overrides = {"num-server-rounds": 3}
-    server, client, outcome = flower_app.build_apps(overrides)
-    run_simulation(
-        server, client, num_supernodes=flower_app.RUN_CONFIG["n-clients"],
-        backend_config={"client_resources": {"num_cpus": 1},
-                        "init_args": {"num_cpus": 2, "include_dashboard": False}},
-    )  # fmt: skip
-    _assert_same_as_engine(np.array([r.alpha for r in outcome["strategy"].log]), outcome["theta"], overrides)
+    log = flower_app.simulate(overrides)
+    _assert_same_as_engine(np.asarray(log["alpha"]), np.asarray(log["theta"]), overrides)
+
+
+@needs_data
+@pytest.mark.slow
+def test_run_simulation_gives_the_engine_weights_on_fmnist():  # ~25-60 s: Ray; each worker loads the data
+    overrides = {**FMNIST, "n-clients": 10}
+    log = flower_app.simulate(overrides)
+    _assert_same_as_engine(np.asarray(log["alpha"]), np.asarray(log["theta"]), overrides)
 
 
 @pytest.mark.slow

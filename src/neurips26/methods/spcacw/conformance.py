@@ -22,7 +22,7 @@ def tiny_strategy() -> FlowerCase:
         return SPCACWStrategy(int(run["target"]), n_clients, config, fraction_evaluate=0.0)
 
     def initial_arrays() -> Any:
-        theta = flower_app.initial_parameters(int(run["hidden"]), int(run["seed"]))
+        theta = flower_app.initial_parameters(run)
         return ArrayRecord({"theta": Array(theta.numpy())})
 
     return FlowerCase(strategy, initial_arrays, flower_app.build_apps()[1], n_nodes=n_clients)

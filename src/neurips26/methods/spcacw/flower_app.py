@@ -1,9 +1,14 @@
-"""The packaged Flower App of SP-CACW on the digits federation: one ``ServerApp`` and one ``ClientApp``.
+"""The packaged Flower App of SP-CACW: one ``ServerApp`` and one ``ClientApp``.
+
+The run-config key ``federation`` chooses the data: ``digits`` (scikit-learn's 8x8 digits, ``n-concepts``
+rotation concepts) or ``fmnist`` (Fashion-MNIST from Debian's ``dataset-fashion-mnist``, one concept, as in
+the experiment's ``fmnist`` profile); ``dirichlet``, ``n-clients`` and ``data-seed`` shape either, and the
+MLP's input size follows the federation's images.
 
 The same two objects run under every Flower engine with no code change:
 
-- Simulation Engine: ``flwr.simulation.run_simulation(server_app, client_app, num_supernodes=N,
-  backend_config={"init_args": {...}})`` with ``run_config`` overrides set through :func:`simulate`;
+- Simulation Engine: :func:`simulate` (``flwr.simulation.run_simulation(server_app, client_app,
+  num_supernodes=N, backend_config={"init_args": {...}})`` on the apps of :func:`build_apps`);
 - Deployment Engine: ``flwr run src/neurips26/methods/spcacw/flwr_app <superlink>`` (the app's
   ``pyproject.toml`` names ``server_app`` and ``client_app`` below); ``benchmarks/spcacw/spcacw_loopback.py``
   starts one ``flower-superlink`` and three ``flower-supernode`` processes on 127.0.0.1.
@@ -18,6 +23,7 @@ arithmetic). The replay is exact when every client trains every round (``fractio
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,8 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurips26.core.validation import check_choice
 from neurips26.methods.spcacw.config import SPCACWConfig
 from neurips26.methods.spcacw.engine import FlatMLP
+from neurips26.methods.spcacw.fashion_mnist import PIXELS, fmnist_federation
 from neurips26.methods.spcacw.federated import ClientData, digits_federation
 from neurips26.methods.spcacw.integration import SPCACWStrategy, make_client_app
 
@@ -39,8 +47,10 @@ except ImportError as exc:  # pragma: no cover - exercised where flwr is missing
 #: The run config of the packaged App (``flwr_app/pyproject.toml`` repeats it; tests check they agree).
 RUN_CONFIG: dict[str, Any] = {
     "num-server-rounds": 5,
+    "federation": "digits",
     "n-clients": 3,
     "n-concepts": 1,
+    "dirichlet": 0.3,
     "target": 0,
     "hidden": 16,
     "batch": 16,
@@ -54,15 +64,39 @@ RUN_CONFIG: dict[str, Any] = {
 }
 
 
+#: The input size (pixels of an image) of each federation the App can build; both have 10 classes.
+INPUTS = {"digits": 64, "fmnist": PIXELS}
+
+
 @cache
-def federation(n_clients: int, n_concepts: int, data_seed: int) -> ClientData:
-    """The digits federation of a run (built once per process)."""
-    return digits_federation(n_clients=n_clients, n_concepts=n_concepts, seed=data_seed)
+def federation(name: str, n_clients: int, n_concepts: int, dirichlet: float, data_seed: int) -> ClientData:
+    """The federation of a run (built once per process): ``digits`` or ``fmnist`` (one concept)."""
+    check_choice("federation", name, INPUTS)
+    if name == "digits":
+        return digits_federation(n_clients, n_concepts, dirichlet=dirichlet, seed=data_seed)
+    if n_concepts != 1:
+        raise ValueError(f"n-concepts={n_concepts}: the fmnist federation has one concept (label skew only)")
+    return fmnist_federation(n_clients, dirichlet, seed=data_seed)
 
 
-def initial_parameters(hidden: int, seed: int) -> torch.Tensor:
+def run_federation(run: dict[str, Any]) -> ClientData:
+    """The federation a run config names."""
+    keys = ("n-clients", "n-concepts", "dirichlet", "data-seed")
+    n_clients, n_concepts, dirichlet, data_seed = (run[key] for key in keys)
+    return federation(
+        str(run["federation"]), int(n_clients), int(n_concepts), float(dirichlet), int(data_seed)
+    )
+
+
+def run_model(run: dict[str, Any]) -> FlatMLP:
+    """The run's MLP: the federation's input size, ``hidden`` tanh units, 10 classes."""
+    check_choice("federation", run["federation"], INPUTS)
+    return FlatMLP((INPUTS[str(run["federation"])], int(run["hidden"]), 10))
+
+
+def initial_parameters(run: dict[str, Any]) -> torch.Tensor:
     """The target's initial flat parameters (P,), the same the engine gets as ``theta0``."""
-    return FlatMLP((64, hidden, 10)).init(1, torch.Generator().manual_seed(seed))[0]
+    return run_model(run).init(1, torch.Generator().manual_seed(int(run["seed"])))[0]
 
 
 def spcacw_config(run_config: dict[str, Any]) -> SPCACWConfig:
@@ -73,7 +107,7 @@ def spcacw_config(run_config: dict[str, Any]) -> SPCACWConfig:
     )  # fmt: skip
 
 
-def digits_train(
+def client_train(
     arrays: dict[str, np.ndarray],
     config: dict[str, Any],
     context: Context,
@@ -86,8 +120,8 @@ def digits_train(
     """
     run = {**(defaults or RUN_CONFIG), **dict(context.run_config)}
     cid = int(context.node_config["partition-id"])
-    data = federation(int(run["n-clients"]), int(run["n-concepts"]), int(run["data-seed"]))
-    model = FlatMLP((64, int(run["hidden"]), 10))
+    data = run_federation(run)
+    model = run_model(run)
     steps, lr, groups = int(config["local-steps"]), float(config["lr"]), int(config["variance-groups"])
     record = context.state.config_records.get("spcacw-rng")
     generator = torch.Generator()
@@ -126,7 +160,7 @@ def build_apps(overrides: dict[str, Any] | None = None) -> tuple[ServerApp, Any,
     outcome: dict[str, Any] = {}
 
     def train(arrays: dict[str, np.ndarray], config: dict[str, Any], context: Context) -> Any:
-        return digits_train(arrays, config, context, base)
+        return client_train(arrays, config, context, base)
 
     server = ServerApp()
 
@@ -138,7 +172,7 @@ def build_apps(overrides: dict[str, Any] | None = None) -> tuple[ServerApp, Any,
             int(run["target"]), n, spcacw_config(run), rule=str(run["rule"]),
             fraction_train=1.0, min_train_nodes=n, min_available_nodes=n, fraction_evaluate=0.0,
         )  # fmt: skip
-        theta0 = initial_parameters(int(run["hidden"]), int(run["seed"])).numpy()
+        theta0 = initial_parameters(run).numpy()
         result = strategy.start(
             grid=grid, initial_arrays=ArrayRecord({"theta": Array(theta0)}),
             num_rounds=int(run["num-server-rounds"]),
@@ -156,15 +190,34 @@ server_app = _PACKAGED[0]
 client_app = _PACKAGED[1]
 
 
-def write_log(path: Path, strategy: SPCACWStrategy, theta: np.ndarray) -> None:
-    """The per-round weights and the final target model as JSON (what the loopback check compares)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "alpha": [list(map(float, r.alpha)) for r in strategy.log],
-        "better_off_alone": [bool(r.better_off_alone) for r in strategy.log],
-        "theta": theta.astype(np.float64).tolist(),
+def round_log(records: Sequence[Any], theta: np.ndarray) -> dict[str, Any]:
+    """The per-round weights and certificates of ``records`` (``RoundRecord``s) and the final model."""
+    return {
+        "alpha": [list(map(float, r.alpha)) for r in records],
+        "better_off_alone": [bool(r.better_off_alone) for r in records],
+        "theta": np.asarray(theta, dtype=np.float64).tolist(),
     }
-    path.write_text(json.dumps(payload))
+
+
+def write_log(path: Path, strategy: SPCACWStrategy, theta: np.ndarray) -> None:
+    """:func:`round_log` as JSON (what the loopback check compares)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(round_log(strategy.log, theta)))
+
+
+def simulate(overrides: dict[str, Any] | None = None, num_cpus: int = 2) -> dict[str, Any]:
+    """Run the App on Flower's Simulation Engine (Ray, ``num_cpus`` cores, one per ClientApp) in this
+    process; returns the ServerApp's :func:`round_log`."""
+    from flwr.simulation import run_simulation
+
+    server, client, outcome = build_apps(overrides)
+    n_clients = int({**RUN_CONFIG, **(overrides or {})}["n-clients"])
+    run_simulation(
+        server, client, num_supernodes=n_clients,
+        backend_config={"client_resources": {"num_cpus": 1},
+                        "init_args": {"num_cpus": num_cpus, "include_dashboard": False}},
+    )  # fmt: skip
+    return round_log(outcome["strategy"].log, outcome["theta"])
 
 
 def engine_reference(run_config: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -172,15 +225,9 @@ def engine_reference(run_config: dict[str, Any] | None = None) -> dict[str, Any]
     from neurips26.methods.spcacw.engine import run_weighted
 
     run = {**RUN_CONFIG, **(run_config or {})}
-    data = federation(int(run["n-clients"]), int(run["n-concepts"]), int(run["data-seed"]))
     result = run_weighted(
-        data, FlatMLP((64, int(run["hidden"]), 10)), spcacw_config(run), rule=str(run["rule"]),
+        run_federation(run), run_model(run), spcacw_config(run), rule=str(run["rule"]),
         rounds=int(run["num-server-rounds"]), batch=int(run["batch"]), seed=int(run["seed"]),
-        targets=[int(run["target"])], theta0=initial_parameters(int(run["hidden"]), int(run["seed"])),
+        targets=[int(run["target"])], theta0=initial_parameters(run),
     )  # fmt: skip
-    records = result.logs[int(run["target"])]
-    return {
-        "alpha": [list(map(float, r.alpha)) for r in records],
-        "better_off_alone": [bool(r.better_off_alone) for r in records],
-        "theta": result.theta[0].double().tolist(),
-    }
+    return round_log(result.logs[int(run["target"])], result.theta[0].numpy())

@@ -8,6 +8,12 @@ memory"). These kernels run the same algorithms as the ``"segments"`` strategy's
 :func:`core.metric_candidates` row by row in compiled code, with the same results (tests compare them);
 the torch versions remain the reference and the path for other devices. The first call compiles them
 (tens of seconds); ``cache=True`` keeps the machine code for later processes.
+
+The kernels call no BLAS: their matrix products are small (tens to hundreds of rows), and numba's ``@``
+goes to scipy's OpenBLAS, whose thread pool splits products above ~2.6e5 multiply-adds over all cores.
+On a loaded machine a call then waits for a worker that has no core: one selection took 0.9 ms at the
+median and 340 ms at the 90th percentile (issue #47; 1 ms with the pool limited to one thread). The
+explicit loops below (:func:`_times_transposed`, :func:`_subtract_projection`) run in the calling thread.
 """
 
 from __future__ import annotations
@@ -173,7 +179,7 @@ def _pivot_segments(phi, kept, open_, need, segment_budget, rank_tol, energy_tol
             segment = members[t::count]
             rows = x[segment]
             if covered.shape[0]:
-                rows = rows - (rows @ covered.T) @ covered
+                _subtract_projection(rows, covered)
             chosen = _greedy(rows, share, rank_tol * scale, energy_tol)
             for i in range(len(segment)):
                 if chosen[i]:
@@ -200,13 +206,37 @@ def _span_of(rows, rank_tol):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _orthogonalised(v, basis):  # pragma: no cover
     """``v`` minus its projection on the orthonormal rows ``basis``: classical Gram-Schmidt twice
-    ("CGS2", as accurate as modified Gram-Schmidt), as two matrix-vector products per pass instead of
-    one small vector operation per basis row."""
-    out = v.copy()
+    ("CGS2", as accurate as modified Gram-Schmidt)."""
+    out = v.copy().reshape(1, -1)
     if basis.shape[0]:
         for _ in range(2):
-            out -= (basis @ out) @ basis
+            _subtract_projection(out, basis)
+    return out[0]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _times_transposed(a, b):  # pragma: no cover
+    """``a @ b.T`` ``(m, n)`` in ``a``'s dtype, accumulated in float64, without BLAS (module docstring)."""
+    m, n, depth = a.shape[0], b.shape[0], a.shape[1]
+    out = np.empty((m, n), dtype=a.dtype)
+    for i in range(m):
+        for j in range(n):
+            total = 0.0
+            for c in range(depth):
+                total += a[i, c] * b[j, c]
+            out[i, j] = total
     return out
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _subtract_projection(rows, basis):  # pragma: no cover
+    """``rows -= (rows @ basis.T) @ basis`` in place, without BLAS (module docstring)."""
+    coefficients = _times_transposed(rows, basis)
+    for i in range(rows.shape[0]):
+        for b in range(basis.shape[0]):
+            weight = coefficients[i, b]
+            for c in range(rows.shape[1]):
+                rows[i, c] -= weight * basis[b, c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -242,7 +272,7 @@ def _next_pivot(residual, taken, initial, floor, energy_tol):  # pragma: no cove
 @numba.njit(cache=True, nogil=True)
 def _greedy_gram(x, k, floor, energy_tol):  # pragma: no cover
     m = x.shape[0]
-    gram = x @ x.T
+    gram = _times_transposed(x, x)
     residual = np.diag(gram).copy()
     taken = np.zeros(m, dtype=np.bool_)
     steps = min(k, x.shape[1], m)
@@ -286,9 +316,9 @@ def _greedy_rows(x, k, floor, energy_tol):  # pragma: no cover
             break
         basis[t] = v / norm
         taken[best] = True
-        coefficient = x @ basis[t]
+        coefficient = _times_transposed(x, basis[t : t + 1])
         for i in range(m):
-            residual[i] -= coefficient[i] * coefficient[i]
+            residual[i] -= coefficient[i, 0] * coefficient[i, 0]
     return taken
 
 
@@ -323,7 +353,7 @@ def _sweep_rows(unit, valid, threshold, radius, fixed):  # pragma: no cover
         if len(members) < 2:
             continue
         rows = unit[r][members]
-        coords = rows @ _row_directions(rows, fixed).T
+        coords = _times_transposed(rows, _row_directions(rows, fixed))
         order = np.argsort(coords[:, 0], kind="mergesort")
         coords, rows, members = coords[order], rows[order], members[order]  # contiguous in sweep order
         for p in range(len(members)):
@@ -363,7 +393,7 @@ def _row_directions(rows, fixed):  # pragma: no cover
     for i in range(rows.shape[0]):
         mean += rows[i]
     mean /= rows.shape[0]
-    farthest = np.argmin(rows @ mean.astype(rows.dtype))
+    farthest = np.argmin(_times_transposed(rows, mean.astype(rows.dtype).reshape(1, -1))[:, 0])
     candidates = np.empty((fixed.shape[0] + 1, rows.shape[1]))
     candidates[0] = rows[farthest] - mean
     candidates[1:] = fixed
