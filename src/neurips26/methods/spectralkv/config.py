@@ -101,7 +101,7 @@ class RealTaskConfig:
     )
     contexts: int = param(1, "ours: one context per task and seed (a seed is one independent context set)")
     context_tokens: int = param(1024, "issue #45: 1k-4k-token contexts; 1k, the cost of a 0.5B model on CPU")
-    needles: int = param(6, "ours: 6 planted keys per context, each asked once (RULER multi-key style)")
+    needles: int = param(5, "ours: 5 planted keys per context, each asked once (RULER multi-key style)")
     continuation_tokens: int = param(
         32, "ours: 32 held-out tokens after each context for perplexity and greedy agreement"
     )

@@ -168,19 +168,24 @@ def evaluate_real_seed(
                 continuation_tokens=real.continuation_tokens,
             )
             capture = capture_prefill(model, torch.tensor([context.prefix]))
-            reference, _ = _continuation_argmax_nll(model, replay_press(model, capture), context.continuation)
+            full = replay_press(model, capture)
+            reference, reference_nll = _continuation_argmax_nll(model, full, context.continuation)
+            full_hits: list[bool] | None = None  # the full cache is the same at every keep ratio
             for key, (factory, eager) in presses.items():
-                start = time.perf_counter()
                 press = factory()
+                if press is None:
+                    if full_hits is None:
+                        full_hits = _score_questions(model, full, context.questions, pad)
+                    sums[key]["press_s"].append(0.0)  # no press step
+                    sums[key]["kept_fraction"].append(1.0)
+                    hits[key][REAL_METRICS[task]].extend(full_hits)
+                    nll[key].append(reference_nll)
+                    agree[key].append(torch.ones(len(reference), dtype=torch.float64))
+                    continue
+                start = time.perf_counter()
                 prefill = replay_press(model, capture, press, attentions=eager)
                 sums[key]["press_s"].append(time.perf_counter() - start)
-                ledger = ledger_from_cache(
-                    model,
-                    prefill.cache,
-                    capture.context,
-                    1 - key[1] if press is not None else 0.0,
-                    prefill.masked,
-                )
+                ledger = ledger_from_cache(model, prefill.cache, capture.context, 1 - key[1], prefill.masked)
                 sums[key]["kept_fraction"].append(ledger.kept_fraction)
                 hits[key][REAL_METRICS[task]].extend(_score_questions(model, prefill, context.questions, pad))
                 argmax, token_nll = _continuation_argmax_nll(model, prefill, context.continuation)
