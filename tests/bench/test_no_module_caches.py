@@ -48,6 +48,10 @@ ALLOWED = {
     "spcacw/engine.py": {"_CONTRASTS": "a constant contrast matrix per (batch, groups) (pure)"},
     "spcacw/flower_app.py": {"federation()": "the Flower app's data in its own process, not the experiment"},
     "spectralkv/duplicates.py": {"_fixed_directions()": "fixed seed-0 random directions per shape (pure)"},
+    "spectralkv/real_tasks.py": {
+        "prose_lines()": "the interpreter's own help-topic text, read once (immutable, pure)",
+        "code_lines()": "the interpreter's own standard-library source lines, read once (immutable, pure)",
+    },
     "stparopt/frontend.py": {"_parser()": "the tree-sitter parser object"},
     "stparopt/profiler.py": {"_parsed()": "a parsed C function per source (pure, bounded)"},
     "styleroute/data.py": {

@@ -11,6 +11,11 @@ the cells of one seed share it: the seed's setup stage (``results``) prefills ea
 every press of the profile at every keep ratio on it (:mod:`.replay`, equal to a separate prefill under the
 press, tested); each cell reads its numbers from that context. The shared cost is the cells' ``setup_s``,
 not their ``wall_s``; the press's own step is ``press_s``.
+
+The ``real`` profile runs the same presses on a real pretrained LM (Qwen2.5-Coder-0.5B, from
+:mod:`neurips26.zoo.real_lm`) over RULER-style tasks built from real text that ships with Python
+(:mod:`.real_tasks`: multi-key needles in prose, key-value retrieval in code, held-out continuations),
+each context prefilled once and replayed for every press (:mod:`.real_eval`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import numpy as np
 from neurips26.bench.experiment import Claim, Experiment, Metric, Profile, Progress
 from neurips26.bench.setup import Setup, SetupContext
 from neurips26.methods.spectralkv.baselines import BASELINES, PressRecipe, make_baseline
-from neurips26.methods.spectralkv.config import SpectralKVConfig
+from neurips26.methods.spectralkv.config import REAL_MODELS, SpectralKVConfig
+from neurips26.methods.spectralkv.real_tasks import task_gate_analysis
 
 __all__ = ["EXPERIMENT", "OURS", "run_cell"]
 
@@ -67,10 +73,30 @@ def _baseline(name: str) -> Any:
     return factory
 
 
+def _knorm(ratio: float, seed: int, profile: Any) -> Any:
+    from kvpress import KnormPress
+
+    return KnormPress(compression_ratio=ratio)
+
+
+KNORM = PressRecipe(
+    "knorm",
+    _knorm,
+    "sdpa",
+    "Knorm (Devoto et al. 2024): keeps the keys of lowest L2 norm (kvpress KnormPress)",
+)
+
+
 def _load_model(config: SpectralKVConfig, profile: Profile, seed: int, context: SetupContext) -> Any:
-    """The zoo model, its tokenizer and its held-out tokens (one per worker and model)."""
+    """The model, its tokenizer and its held-out tokens (one per worker and model); a real model has no
+    zoo token stream (its tasks build their own contexts)."""
     from neurips26 import zoo
     from neurips26.zoo.evaluation import heldout_tokens
+
+    if config.model in REAL_MODELS:
+        from neurips26.zoo.real_lm import load_real
+
+        return (*load_real(config.model), None)
 
     model, tokenizer = zoo.load(config.model)
     return model, tokenizer, heldout_tokens(tokenizer)
@@ -148,6 +174,10 @@ def _seed_results(
                 functools.partial(recipe.press, at.compression_ratio, seed, budget_profile),
                 recipe.attention == "eager",
             )
+    if config.model in REAL_MODELS:
+        from neurips26.methods.spectralkv.real_eval import evaluate_real_seed
+
+        return evaluate_real_seed(model, tokenizer, config, presses, seed)
     return evaluate_seed(model, tokenizer, data, config, presses, seed)
 
 
@@ -213,6 +243,17 @@ METRICS = (
     Metric("kept_fraction", "min", "", "kept entries / full cache, from the budget ledger"),
     Metric("budget_exact", "max", "", "1 when the ledger's total equals the nominal budget"),
     Metric(
+        "needle_acc", "max", "", "real text: exact match of planted needles (prose), asked after compression"
+    ),
+    Metric("kv_code_acc", "max", "", "real text: exact match of planted key->value assignments in code"),
+    Metric("heldout_ppl", "min", "", "real text: perplexity of the held-out 32 tokens after each context"),
+    Metric(
+        "greedy_agreement",
+        "max",
+        "",
+        "real text: share of those tokens where the argmax equals the full cache's",
+    ),
+    Metric(
         "press_s",
         "min",
         "s",
@@ -227,10 +268,19 @@ AGGRESSIVE = {"keep_ratio": (0.125, 0.0625)}
 # 4-layer model (identical in every earlier run), so both are in the full profile only. StreamingLLM
 # (recency) and random eviction are naive controls that must not pass a claim
 VERSUS = ("snapkv", "adakv", "tova")
+# issue #45: every kvpress baseline the real profile runs (PyramidKV and Knorm are cheap there: a press's
+# step is small next to the 0.5B model's forward passes)
+REAL_VERSUS = ("snapkv", "adakv", "pyramidkv", "tova", "knorm")
 NAIVE = ("random", "streamingllm")
 # issue #48: every claim's positive contrast, the known-good and known-bad ends the probe must tell apart
 # before it judges a press: the uncompressed cache against random eviction at the same keep ratio
 FULL_VS_RANDOM = ("full-cache", "random")
+TINY_PROFILES = (
+    "smoke",
+    "default",
+    "verdict",
+    "full",
+)  # the zoo's tiny models (the real profile has its own)
 CLAIMS = (
     Claim(
         "At aggressive keep ratios SpectralKV retrieves (key->value and passkey, held-out, questions after a "
@@ -241,6 +291,7 @@ CLAIMS = (
         controls=NAIVE,
         where=AGGRESSIVE,
         contrast=FULL_VS_RANDOM,
+        profiles=TINY_PROFILES,
     ),
     Claim(
         "At aggressive keep ratios SpectralKV retrieves key->value bindings better than the strongest "
@@ -251,6 +302,7 @@ CLAIMS = (
         controls=NAIVE,
         where=AGGRESSIVE,
         contrast=FULL_VS_RANDOM,
+        profiles=TINY_PROFILES,
     ),
     Claim(
         "At aggressive keep ratios SpectralKV gives lower perplexity on the next 100 tokens than the "
@@ -261,6 +313,7 @@ CLAIMS = (
         controls=NAIVE,
         where=AGGRESSIVE,
         contrast=FULL_VS_RANDOM,
+        profiles=TINY_PROFILES,
     ),
     Claim(
         "At aggressive keep ratios SpectralKV keeps attention outputs for queries that differ from the "
@@ -272,6 +325,7 @@ CLAIMS = (
         controls=NAIVE,
         where=AGGRESSIVE,
         contrast=FULL_VS_RANDOM,
+        profiles=TINY_PROFILES,
     ),
     Claim(
         "The static-budget variant brings SpectralKV's peak prefill KV memory down to that of a press that "
@@ -308,9 +362,35 @@ CLAIMS = (
         contrast=FULL_VS_RANDOM,
         profiles=("default", "full"),
     ),
+    *(
+        Claim(
+            f"On a real pretrained LM (Qwen2.5-Coder-0.5B) with real text, SpectralKV {what} than the "
+            "strongest kvpress baseline presses, at every keep ratio",
+            metric,
+            OURS,
+            REAL_VERSUS,
+            controls=NAIVE,
+            contrast=FULL_VS_RANDOM,
+            profiles=("real",),
+        )
+        for metric, what in (
+            ("needle_acc", "retrieves planted needles in prose (multi-key, asked after compression) better"),
+            ("kv_code_acc", "retrieves planted key->value assignments in code better"),
+            ("heldout_ppl", "gives a lower perplexity on held-out continuations"),
+            ("greedy_agreement", "agrees more often with the full cache's greedy next token"),
+        )
+    ),
 )
 
-SYSTEMS = {name: _ours(name) for name in ABLATIONS} | {name: _baseline(name) for name in BASELINES}
+SYSTEMS = (
+    {name: _ours(name) for name in ABLATIONS}
+    | {name: _baseline(name) for name in BASELINES}
+    | {"knorm": lambda config: KNORM}
+)
+
+# measured before the final run: one seed (2 contexts, 9 systems, 2 keep ratios) 253 s wall at load ~12
+# (100 s of CPU, peak RSS 3.5 GB); 5 seeds are ~500 s of CPU: at most 25 minutes at load ~5
+REAL_BUDGET_S = 1500
 
 PROFILES = {
     "smoke": Profile(
@@ -364,6 +444,17 @@ PROFILES = {
             *NAIVE,
         ),
     ),
+    # issue #45: a real pretrained LM on real text (needs `neurips26 zoo fetch-real qwen2.5-coder-0.5b`);
+    # one seed = one independent context set (a prose and a code context, 6 keys each, and their
+    # held-out continuations), prefilled once and replayed for every press at both keep ratios
+    "real": Profile(
+        "real",
+        budget_s=REAL_BUDGET_S,
+        seeds=5,
+        overrides={"model": "qwen2.5-coder-0.5b", "keep_ratio": 0.25},
+        grid={"keep_ratio": [0.5, 0.25]},
+        systems=("spectralkv", "full-cache", *REAL_VERSUS, *NAIVE),
+    ),
     "full": Profile(
         "full",
         budget_s=7200,
@@ -386,4 +477,5 @@ EXPERIMENT = Experiment(
     # issue #48: after a distractor no press retrieved more than random eviction at 50, 25 or 12.5% keep
     # (README); a press no better than random there is below the floor, and the claim says so
     floors={"retrieval_acc": "random"},
+    analyses={"real_tasks": task_gate_analysis},
 )
