@@ -27,6 +27,7 @@ absorb their error -- and needs ``static_groups=True``, so that every column kee
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -268,10 +269,8 @@ def stage_hessians(
     try:
         with torch.no_grad():
             for batch in calibration.split(micro_batch):
-                try:
+                with contextlib.suppress(_StageRecorded):  # the stage is recorded: the rest is not needed
                     model(input_ids=batch)
-                except _StageRecorded:
-                    pass
                 current["input"], current["first"] = None, False
     finally:
         for handle in handles:
