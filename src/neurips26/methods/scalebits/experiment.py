@@ -681,7 +681,7 @@ EXPERIMENT = Experiment(
         # calibration sample (4 x 128 tokens; the search is too costly to repeat per seed on 2 cores), so
         # each system quantizes one model per budget; the 5 seeds are disjoint held-out context sets, one
         # 256-token window of one document each (prose and code alternate), scored on its last 128
-        # positions. Paper-sized tiles (128 x 128, one group per tile row): uniform 3-bit needs 3.14 bits
+        # positions. Paper-sized tiles (128 x 128, one group per tile row): uniform 3-bit needs 3.15 bits
         # with its metadata, so both budgets hold uniform 2-bit, as in `default`.
         "real": Profile(
             "real",
