@@ -107,6 +107,27 @@ def test_gptq_stages_follow_the_forward_order_and_shared_inputs(llama, tokens) -
     assert stages == block + block
 
 
+def test_gptq_stage_hessians_equal_the_full_forward_ones_and_stop_the_forward(llama, tokens) -> None:
+    from neurips26.methods.scalebits.gptq import accumulate_hessians, stage_hessians
+
+    head_calls = []
+    handle = llama.lm_head.register_forward_pre_hook(lambda module, inputs: head_calls.append(1))
+    remaining = dict(select_linears(llama, lambda m, n: "lm_head" not in n))
+    try:
+        for _ in range(3):  # the first stages: q/k/v, o, gate/up
+            full, expected = accumulate_hessians(llama, remaining, tokens, 4)
+            calls_before = len(head_calls)
+            cut, stage = stage_hessians(llama, remaining, tokens, 4)
+            assert stage == expected and set(cut) == set(stage)
+            assert all(torch.equal(cut[name], full[name]) for name in stage)
+            assert len(head_calls) == calls_before, "the cut forward must not reach the output head"
+            for name in stage:
+                remaining.pop(name)
+    finally:
+        handle.remove()
+    assert stage_hessians(llama, {"unused": torch.nn.Linear(4, 4)}, tokens, 4) == ({}, [])
+
+
 def test_uniform_gptq_has_rtn_ledger_and_beats_rtn_on_the_calibration_loss(llama, tokens) -> None:
     rtn_model, gptq_model = copy.deepcopy(llama), copy.deepcopy(llama)
     rtn = quantize_and_report(rtn_model, UniformRTNConfig(bits=2, tile=TILE, group_size=GROUP))

@@ -12,7 +12,10 @@ from neurips26.core.validation import check_choice
 SENSITIVITIES = ("dynamic", "static")
 REORDERINGS = ("folded", "none", "gather")  # gather: folds plus runtime gather indices elsewhere
 # the zoo models with Llama-style blocks the folds understand; the -ctx ones use their context (issue #20)
-MODELS = ("tiny-llama-ctx", "tiny-qwen3-ctx", "tiny-llama", "tiny-qwen3")
+TINY_MODELS = ("tiny-llama-ctx", "tiny-qwen3-ctx", "tiny-llama", "tiny-qwen3")
+# issue #45: real pretrained LMs (neurips26.zoo.real_lm; dequantised Q4_K_M GGUF), scored on real text
+REAL_MODELS = ("gemma3-270m", "qwen2.5-coder-0.5b")
+MODELS = TINY_MODELS + REAL_MODELS
 SCALE_HEADROOM = 16.0  # float16 scale with group size 1 is the most metadata a weight can carry
 
 
@@ -128,7 +131,8 @@ class ScaleBitsExperimentConfig:
     model: str = param(
         "tiny-llama-ctx",
         "issue #20: tiny-llama-ctx, a Llama that uses its context (retrieval can rank allocations); "
-        "tiny-qwen3-ctx (QK-norm), or the first-generation tiny-llama / tiny-qwen3",
+        "tiny-qwen3-ctx (QK-norm), or the first-generation tiny-llama / tiny-qwen3; issue #45: the real "
+        "gemma3-270m or qwen2.5-coder-0.5b (neurips26 zoo fetch-real NAME)",
     )
     retrieval_queries: int = param(
         16, "ours: held-out key->value and passkey answers per kind and cell (ctx models)"
@@ -138,6 +142,18 @@ class ScaleBitsExperimentConfig:
         ["kv", "passkey", "mqar"],
         "issue #48: key->value and passkey sit at the ceiling at 256 tokens even for 2.3-bit RTN; MQAR "
         "(16 bindings per probe) leaves the full-precision model near the top and 2-bit RTN clearly below",
+    )
+    calibration_seed: int | None = param(
+        None,
+        "issue #45: None draws the calibration sample from the cell's seed; an integer fixes it, so every "
+        "seed's cell quantizes the same model and the seeds are independent held-out context sets (a real "
+        "LM's search is too costly to repeat per seed on 2 cores)",
+    )
+    scored_positions: int | None = param(
+        None,
+        "issue #45 (real models): score only the last this many positions of each held-out window (each "
+        "sees >= eval_length - scored_positions tokens of context; the 262k-word head runs only there); "
+        "None: every position",
     )
     gptq_act_order: bool = param(
         True,
@@ -162,5 +178,25 @@ class ScaleBitsExperimentConfig:
             check_choice("retrieval_kinds", kind, RETRIEVAL_KINDS)
         if self.eval_length is not None:
             _check_positive_int("eval_length", self.eval_length)
+        if self.calibration_seed is not None and (
+            isinstance(self.calibration_seed, bool)
+            or not isinstance(self.calibration_seed, int)
+            or self.calibration_seed < 0
+        ):
+            raise ValueError(
+                f"calibration_seed must be None or a non-negative integer, got {self.calibration_seed!r}"
+            )
+        if self.scored_positions is not None:
+            _check_positive_int("scored_positions", self.scored_positions)
+            if self.scored_positions >= (self.eval_length or self.sequence_length):
+                raise ValueError(
+                    f"scored_positions={self.scored_positions} must be below the held-out window length "
+                    f"{self.eval_length or self.sequence_length} (eval_length, else sequence_length)"
+                )
+        if self.model in REAL_MODELS and self.retrieval_kinds:
+            raise ValueError(
+                f"retrieval_kinds must be [] for the real model {self.model!r}: the key->value, passkey and "
+                "MQAR probes are written for the zoo's tokenizer"
+            )
         if not isinstance(self.gptq_act_order, bool):
             raise TypeError(f"gptq_act_order must be a bool, got {self.gptq_act_order!r}")

@@ -35,7 +35,7 @@ from neurips26.methods.scalebits.baselines import (
     quantize_random,
     uniform_ledger_bits,
 )
-from neurips26.methods.scalebits.config import ScaleBitsConfig, ScaleBitsExperimentConfig
+from neurips26.methods.scalebits.config import REAL_MODELS, ScaleBitsConfig, ScaleBitsExperimentConfig
 from neurips26.methods.scalebits.integration import (
     ModelAllocation,
     QuantizationReport,
@@ -45,11 +45,12 @@ from neurips26.methods.scalebits.integration import (
     reorder_and_allocate,
     select_linears,
 )
+from neurips26.methods.scalebits.real import RealTextTask, load_real_task, score_windows
 from neurips26.methods.scalebits.sfmp import SFMPConfig
 from neurips26.methods.scalebits.slim import SliMLLMConfig
 from neurips26.methods.scalebits.task import (  # re-exported: scripts import them from here
     LanguageTask,
-    calibration_windows,
+    calibration_windows,  # noqa: F401  (re-exported)
     evaluate,
     load_task,
     reference_predictions,
@@ -103,6 +104,30 @@ def _method_key(config: ScaleBitsExperimentConfig) -> str:
     return config_hash(dataclasses.replace(config, method=dataclasses.replace(config.method, avg_bits=3.0)))
 
 
+def search_seed(config: ScaleBitsExperimentConfig, seed: int) -> int:
+    """The seed a system's model is built with: the cell's, or the fixed ``calibration_seed`` (then every
+    seed's cell scores the same quantized model, on its own held-out context set)."""
+    return seed if config.calibration_seed is None else config.calibration_seed
+
+
+def calibration_for(
+    task: LanguageTask | RealTextTask, config: ScaleBitsExperimentConfig, seed: int
+) -> torch.Tensor:
+    """The calibration windows of a cell (drawn by :func:`search_seed`)."""
+    return task.calibration(config.calibration_sequences, config.sequence_length, search_seed(config, seed))
+
+
+def model_copy(model: torch.nn.Module, config: ScaleBitsExperimentConfig) -> torch.nn.Module:
+    """A copy of ``model`` whose quantized linears are its own; every other parameter is shared.
+
+    No system changes a parameter outside the selected linears (the folds permute linears only), so the
+    embedding -- 168M of Gemma 3's 268M parameters -- is held once, not once per system.
+    """
+    quantized = {id(layer.weight) for layer in select_linears(model, config.method.filter_fn).values()}
+    memo = {id(p): p for p in model.parameters() if id(p) not in quantized}
+    return copy.deepcopy(model, memo)
+
+
 def gptq_rounding(config: ScaleBitsExperimentConfig, bits: int) -> GPTQConfig:
     """The GPTQ settings every GPTQ-rounded row shares (activation ordering per ``gptq_act_order``)."""
     method = config.method
@@ -122,10 +147,8 @@ def progressive_run(
 ) -> tuple[ModelAllocation, torch.nn.Module, float]:
     """Reorder (folded) and allocate once for every target (the seed's setup shares it across budgets)."""
     start = time.perf_counter()
-    calibration = calibration_windows(
-        task.train_ids, config.calibration_sequences, config.sequence_length, seed
-    )
-    model = copy.deepcopy(task.model)
+    calibration = calibration_for(task, config, seed)
+    model = model_copy(task.model, config)
     allocation, _ = reorder_and_allocate(
         model, calibration, targets, dataclasses.replace(system.method, avg_bits=max(targets))
     )
@@ -162,8 +185,8 @@ def hawq_traces(
     """Hutchinson traces of the full-precision model and their seconds (the seed's setup shares them across
     budgets)."""
     start = time.perf_counter()
-    model = copy.deepcopy(task.model)
-    _, traces = hawq_allocation(model, calibration, _hawq_config(config, seed), [])
+    model = model_copy(task.model, config)
+    _, traces = hawq_allocation(model, calibration, _hawq_config(config, search_seed(config, seed)), [])
     return traces, time.perf_counter() - start
 
 
@@ -192,10 +215,8 @@ def quantize_baseline(
     ``traces``: HAWQ's Hutchinson traces of this seed and their seconds (computed here when not given)."""
     recipe, method = system.recipe, system.method
     start = time.perf_counter()
-    calibration = calibration_windows(
-        task.train_ids, config.calibration_sequences, config.sequence_length, seed
-    )
-    model = copy.deepcopy(task.model)
+    calibration = calibration_for(task, config, seed)
+    model = model_copy(task.model, config)
     linears = select_linears(model, method.filter_fn)
     layout = {"tile": method.tile, "group_size": method.group_size, "pad": method.pad}
     extra = 0.0
@@ -228,14 +249,20 @@ def quantize_baseline(
     elif recipe.kind == "hawq":
         traces, extra = traces or hawq_traces(config, task, calibration, seed)
         allocations, _ = hawq_allocation(
-            model, calibration, _hawq_config(config, seed), [method.avg_bits], traces
+            model, calibration, _hawq_config(config, search_seed(config, seed)), [method.avg_bits], traces
         )
         report = apply_layer_bits(
             model, allocations[method.avg_bits], method.tile, method.group_size, method.pad
         )
     else:
         report = quantize_random(
-            model, method.avg_bits, method.bits, method.tile, method.group_size, seed, method.pad
+            model,
+            method.avg_bits,
+            method.bits,
+            method.tile,
+            method.group_size,
+            search_seed(config, seed),
+            method.pad,
         )
     return model, report, time.perf_counter() - start + extra
 
@@ -262,18 +289,60 @@ def _profile_systems(config: ScaleBitsExperimentConfig, profile: Profile) -> lis
     return [System.build(RECIPES[name], config) for name in (profile.systems or RECIPES)]
 
 
-@dataclass(frozen=True)
+@dataclass
 class SharedTask:
-    """The zoo task and the full-precision reference every system is scored against."""
+    """The task and the full-precision reference every system is scored against.
 
-    task: LanguageTask
-    predicted: torch.Tensor
-    fp_perplexity: float
+    A zoo model has one held-out stream (``predicted``, ``fp_perplexity``). A real LM (issue #45) has one
+    held-out context set per seed, its reference built when first scored (``references``); with a fixed
+    ``calibration_seed`` every seed's cell of a system scores the same quantized model, so the worker keeps
+    the last one built (``built``, at most one) and the scores already computed (``scores``, keyed by what
+    the model is: uniform widths and the full-precision model are the same at every budget).
+    """
+
+    task: LanguageTask | RealTextTask
+    predicted: torch.Tensor | None = None
+    fp_perplexity: float = math.nan
+    references: dict[int, tuple[torch.Tensor, float]] = dataclasses.field(default_factory=dict)
+    built: dict[tuple, tuple[torch.nn.Module, QuantizationReport, float, int]] = dataclasses.field(
+        default_factory=dict
+    )
+    scores: dict[tuple, dict[str, float]] = dataclasses.field(default_factory=dict)
+
+    def context_set(self, seed: int, config: ScaleBitsExperimentConfig) -> torch.Tensor:
+        """A real LM's held-out windows of ``seed``: ``eval_tokens // eval_length`` of ``eval_length``."""
+        length = config.eval_length or config.sequence_length
+        return self.task.context_set(seed, max(1, config.eval_tokens // length), length)
+
+    def reference(self, seed: int, config: ScaleBitsExperimentConfig) -> tuple[torch.Tensor, float]:
+        """The full-precision predictions and perplexity on ``seed``'s held-out context set (real LMs)."""
+        if seed not in self.references:
+            metrics, predicted = score_windows(
+                self.task.model, self.context_set(seed, config), _scored(config)
+            )
+            self.references[seed] = predicted, metrics["perplexity"]
+        return self.references[seed]
+
+    def score(self, model: torch.nn.Module, seed: int, config: ScaleBitsExperimentConfig) -> dict[str, float]:
+        """Perplexity, agreement with the full-precision model, its perplexity (and the zoo's retrieval)."""
+        if isinstance(self.task, RealTextTask):
+            predicted, fp = self.reference(seed, config)
+            metrics, _ = score_windows(model, self.context_set(seed, config), _scored(config), predicted)
+            return {**metrics, "fp_perplexity": fp}
+        metrics = evaluate(model, self.predicted, self.task.heldout_ids, config)
+        return {**metrics, **retrieval(model, self.task, config, seed), "fp_perplexity": self.fp_perplexity}
+
+
+def _scored(config: ScaleBitsExperimentConfig) -> int:
+    """Scored positions per held-out window of a real LM (``scored_positions``, else all but the first)."""
+    return config.scored_positions or (config.eval_length or config.sequence_length) - 1
 
 
 def _shared_task(
     config: ScaleBitsExperimentConfig, profile: Profile, seed: int, context: SetupContext
 ) -> SharedTask:
+    if config.model in REAL_MODELS:
+        return SharedTask(load_real_task(config.model))
     task = load_task(config)
     return SharedTask(task, *reference_predictions(task, config))
 
@@ -288,7 +357,7 @@ class SeedAllocations:
 
 def _seed_key(config: ScaleBitsExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:
     systems = tuple(system.recipe.name for system in _profile_systems(config, profile))
-    return _method_key(config), seed, _targets(config, profile), systems
+    return _method_key(config), search_seed(config, seed), _targets(config, profile), systems
 
 
 def _seed_allocations(
@@ -302,9 +371,7 @@ def _seed_allocations(
         if system.recipe.kind == "scalebits" and _allocation_key(system) not in allocations:
             allocations[_allocation_key(system)] = progressive_run(system, config, task, targets, seed)
         elif system.recipe.kind == "hawq" and traces is None:
-            calibration = calibration_windows(
-                task.train_ids, config.calibration_sequences, config.sequence_length, seed
-            )
+            calibration = calibration_for(task, config, seed)
             traces = hawq_traces(config, task, calibration, seed)
     return SeedAllocations(allocations, traces)
 
@@ -315,6 +382,63 @@ SETUP = (
 )
 
 
+def build_system(
+    system: System, config: ScaleBitsExperimentConfig, context: SetupContext, profile: Profile, seed: int
+) -> tuple[torch.nn.Module, QuantizationReport, float, int]:
+    """The quantized model of ``system`` at ``method.avg_bits``, its report, search seconds and rounds."""
+    task = context.task.task
+    method = system.method
+    shared: SeedAllocations = context.seed
+    if system.recipe.kind != "scalebits":
+        return (*quantize_baseline(system, config, task, seed, shared.traces), 0)
+    allocation, reordered, seconds = shared.allocations.get(_allocation_key(system)) or progressive_run(
+        system, config, task, list(_targets(config, profile)), seed
+    )
+    model = model_copy(reordered, config)
+    layout = (method.bits, method.tile, method.group_size, method.pad)
+    tile_bits = allocation.allocation(method.avg_bits)
+    if system.recipe.quantizer == "gptq":
+        calibration = calibration_for(task, config, seed)
+        gptq_start = time.perf_counter()
+        rounding = gptq_rounding(config, max(method.bits))
+        report = quantize_gptq_allocation(model, calibration, tile_bits, *layout, rounding)
+        seconds += time.perf_counter() - gptq_start
+    else:
+        report = packed_report(apply_allocation(model, tile_bits, *layout), [], allocation.trace)
+    return model, report, seconds, allocation.trace.rounds
+
+
+def model_identity(system: System, config: ScaleBitsExperimentConfig, task: Any) -> tuple:
+    """What a system's quantized model is, for sharing it across cells: a uniform width (the same model at
+    every budget it is the widest fit for), the full-precision model, or the system at its budget."""
+    kind = system.recipe.kind
+    if kind == "full":
+        return ("full",)
+    if kind in ("rtn", "gptq", "hqq"):
+        linears = select_linears(task.model, system.method.filter_fn)
+        return kind, _uniform_width(system.method, linears, float_zeros=kind == "hqq")
+    return system.recipe.name, system.method.avg_bits
+
+
+def dequantized_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with every packed layer (no runtime gather) replaced by an ``nn.Linear`` holding its
+    dequantized weight, in place: the same outputs, without unpacking the bit streams at every forward."""
+    from neurips26.methods.scalebits.core import replace_module
+    from neurips26.methods.scalebits.packed import ScaleBitsLinear
+
+    packed = [
+        (n, m) for n, m in model.named_modules() if isinstance(m, ScaleBitsLinear) and not any(m.gathers)
+    ]
+    for name, layer in packed:
+        plain = torch.nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None)
+        with torch.no_grad():
+            plain.weight.copy_(layer.dequantize())
+            if layer.bias is not None:
+                plain.bias.copy_(layer.bias)
+        replace_module(model, name, plain.requires_grad_(False))
+    return model
+
+
 def run(
     system: System,
     config: ScaleBitsExperimentConfig,
@@ -323,38 +447,35 @@ def run(
     seed: int,
     progress: Progress,
 ) -> dict[str, float]:
-    """One cell: quantize the zoo model with ``system`` at ``method.avg_bits`` and evaluate it."""
+    """One cell: quantize the model with ``system`` at ``method.avg_bits`` and score it on the seed's text.
+
+    With a fixed ``calibration_seed`` (real LMs) the quantized model is the same for every seed: it is built
+    once per worker and kept while the seeds' cells follow one another (the runner orders them so), and a
+    model already scored on a seed's context set at another budget is not scored again.
+    """
     torch.set_num_threads(1)
-    task = context.task.task
-    method = system.method
-    shared: SeedAllocations = context.seed
-    if system.recipe.kind == "scalebits":
-        allocation, reordered, seconds = shared.allocations.get(_allocation_key(system)) or progressive_run(
-            system, config, task, list(_targets(config, profile)), seed
+    shared: SharedTask = context.task
+    if config.calibration_seed is None:
+        model, report, seconds, rounds = build_system(system, config, context, profile, seed)
+        return _cell_metrics(shared.score(model, seed, config), report, seconds, rounds)
+    identity = model_identity(system, config, shared.task)
+    if (identity, seed) not in shared.scores:
+        if identity not in shared.built:
+            shared.built.clear()  # at most one quantized model held
+            model, report, seconds, rounds = build_system(system, config, context, profile, seed)
+            shared.built[identity] = dequantized_copy(model), report, seconds, rounds
+        model, report, seconds, rounds = shared.built[identity]
+        shared.scores[identity, seed] = _cell_metrics(
+            shared.score(model, seed, config), report, seconds, rounds
         )
-        model = copy.deepcopy(reordered)
-        layout = (method.bits, method.tile, method.group_size, method.pad)
-        tile_bits = allocation.allocation(method.avg_bits)
-        if system.recipe.quantizer == "gptq":
-            calibration = calibration_windows(
-                task.train_ids, config.calibration_sequences, config.sequence_length, seed
-            )
-            gptq_start = time.perf_counter()
-            rounding = gptq_rounding(config, max(method.bits))
-            report = quantize_gptq_allocation(model, calibration, tile_bits, *layout, rounding)
-            seconds += time.perf_counter() - gptq_start
-        else:
-            report = packed_report(apply_allocation(model, tile_bits, *layout), [], allocation.trace)
-        rounds = allocation.trace.rounds
-    else:
-        model, report, seconds = quantize_baseline(system, config, task, seed, shared.traces)
-        rounds = 0
-    predicted, fp = context.task.predicted, context.task.fp_perplexity
-    metrics = evaluate(model, predicted, task.heldout_ids, config)
+    return dict(shared.scores[identity, seed])
+
+
+def _cell_metrics(
+    scores: dict[str, float], report: QuantizationReport, seconds: float, rounds: int
+) -> dict[str, float]:
     return {
-        **metrics,
-        **retrieval(model, task, config, seed),
-        "fp_perplexity": fp,
+        **scores,
         "bits_per_weight": report.bytes_per_weight_bits,
         "ledger_bits_per_weight": report.bits_per_weight,
         "packed_kib": report.nbytes / 1024,
@@ -389,6 +510,21 @@ NAIVE = ("random_allocation",)  # a random tile allocation at the same budget: m
 # (2-bit at every default budget: 3-bit with its metadata does not fit 3.0 bits) before it judges allocators
 CONTRAST = ("full_precision", "uniform_rtn")
 FULL_ONLY = ("full",)  # claims on the GPTQ-rounded and gather variants, which only `full` runs
+ZOO_PROFILES = ("smoke", "default", "full")  # MQAR probes and the no-reorder ablation: zoo models only
+# issue #45: a real pretrained LM (Gemma 3 270M, dequantised Q4_K_M GGUF) on real text; every allocation of
+# the headline claims plus the contrast and control (no-reorder ablation: a second dynamic search, too
+# costly on 2 cores)
+REAL_SYSTEMS = (
+    "scalebits",
+    "static_sensitivity",
+    "uniform_rtn",
+    "uniform_gptq",
+    "hawq_layerwise",
+    "slim_llm_rtn",
+    "sfmp",
+    "random_allocation",
+    "full_precision",
+)
 
 EXPERIMENT = Experiment(
     slug="scalebits",
@@ -421,6 +557,7 @@ EXPERIMENT = Experiment(
             BASELINES,
             controls=NAIVE,
             contrast=CONTRAST,
+            profiles=ZOO_PROFILES,
         ),
         Claim(
             "ScaleBITS beats the sensitivity-aware allocations at the same (RTN) rounding: HAWQ layer-wise, "
@@ -464,6 +601,7 @@ EXPERIMENT = Experiment(
             ("scalebits_no_reorder",),
             controls=NAIVE,
             contrast=CONTRAST,
+            profiles=ZOO_PROFILES,
         ),
         Claim(
             "runtime-gather reordering of the non-foldable channels (indices counted) helps beyond the folds",
@@ -537,6 +675,36 @@ EXPERIMENT = Experiment(
             },
             grid={"method.avg_bits": [2.6, 3.0]},
             systems=DEFAULT_SYSTEMS,
+        ),
+        # issue #45: Gemma 3 270M ("full precision" = its dequantised Q4_K_M GGUF weights) on real text from
+        # the interpreter (language-reference prose + stdlib source, split by document). One fixed
+        # calibration sample (4 x 128 tokens; the search is too costly to repeat per seed on 2 cores), so
+        # each system quantizes one model per budget; the 5 seeds are disjoint held-out context sets, one
+        # 256-token window of one document each (prose and code alternate), scored on its last 128
+        # positions. Paper-sized tiles (128 x 128, one group per tile row): uniform 3-bit needs 3.15 bits
+        # with its metadata, so both budgets hold uniform 2-bit, as in `default`.
+        "real": Profile(
+            "real",
+            budget_s=1500,
+            seeds=5,
+            overrides={
+                "model": "gemma3-270m",
+                "calibration_seed": 0,
+                "calibration_sequences": 4,
+                "sequence_length": 128,
+                "eval_length": 256,
+                "eval_tokens": 256,
+                "scored_positions": 128,
+                "method.tile": (128, 128),
+                "method.group_size": 128,
+                "method.pad": False,
+                "method.fraction": 0.25,
+                "method.micro_batch": 2,
+                "hutchinson_samples": 4,
+                "retrieval_kinds": [],
+            },
+            grid={"method.avg_bits": [2.5, 3.0]},
+            systems=REAL_SYSTEMS,
         ),
         "full": Profile(
             "full",

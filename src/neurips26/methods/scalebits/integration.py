@@ -428,7 +428,7 @@ def reorder_and_allocate(
         folds = fold_reordering(model, linears, sensitivity)
         if config.reorder == "gather":
             linears = apply_gathers(model, linears, sensitivity, folded_sides(folds))
-        statistics = None  # the permuted model needs fresh statistics
+        statistics = sensitivity = None  # the permuted model needs fresh statistics (and frees these)
     allocation = allocate_bits(model, calibration, targets, config, linears, statistics)
     return allocation, folds
 

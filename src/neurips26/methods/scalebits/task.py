@@ -32,6 +32,10 @@ class LanguageTask:
     heldout_ids: torch.Tensor
     tokenizer: Any  # the zoo tokenizer (retrieval probes)
 
+    def calibration(self, n: int, length: int, seed: int) -> torch.Tensor:
+        """``n`` random train windows of ``length`` tokens (:func:`calibration_windows`)."""
+        return calibration_windows(self.train_ids, n, length, seed)
+
 
 def load_task(config: ScaleBitsExperimentConfig) -> LanguageTask:
     """The zoo's trained ``config.model`` and its token splits.
