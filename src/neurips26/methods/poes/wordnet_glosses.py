@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,22 +30,27 @@ class Gloss:
     lemmas: tuple[str, ...]
 
 
-def read_noun_glosses(wordnet_dir: Path | str = WORDNET_DIR) -> list[Gloss]:
-    """Every noun synset of ``data.noun``; ``FileNotFoundError`` naming the package when it is absent."""
-    path = Path(wordnet_dir) / "data.noun"
+def synset_records(pos: str, wordnet_dir: Path | str = WORDNET_DIR) -> Iterator[tuple[list[str], str]]:
+    """The head fields and the gloss (usage examples dropped) of every synset line of ``data.<pos>``;
+    ``FileNotFoundError`` naming the package when it is absent."""
+    path = Path(wordnet_dir) / f"data.{pos}"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: install WordNet with `apt-get install wordnet-base`")
-    glosses = []
     with path.open(encoding="latin-1") as handle:
         for line in handle:
             if line.startswith("  "):  # licence header
                 continue
             head, _, gloss = line.partition(" | ")
-            fields = head.split()
-            lexfile, n_words = int(fields[1]), int(fields[3], 16)
-            lemmas = tuple(fields[4 + 2 * j].replace("_", " ").lower() for j in range(n_words))
-            text = gloss.split('; "')[0].strip()
-            glosses.append(Gloss(fields[0], text, NOUN_LEXFILES[lexfile], lemmas))
+            yield head.split(), gloss.split('; "')[0].strip()
+
+
+def read_noun_glosses(wordnet_dir: Path | str = WORDNET_DIR) -> list[Gloss]:
+    """Every noun synset of ``data.noun``; ``FileNotFoundError`` naming the package when it is absent."""
+    glosses = []
+    for fields, text in synset_records("noun", wordnet_dir):
+        lexfile, n_words = int(fields[1]), int(fields[3], 16)
+        lemmas = tuple(fields[4 + 2 * j].replace("_", " ").lower() for j in range(n_words))
+        glosses.append(Gloss(fields[0], text, NOUN_LEXFILES[lexfile], lemmas))
     return glosses
 
 

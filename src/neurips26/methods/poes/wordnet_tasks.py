@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.methods.poes.wordnet_glosses import WORDNET_DIR, read_noun_glosses
+from neurips26.methods.poes.wordnet_glosses import WORDNET_DIR, read_noun_glosses, synset_records
 
 TASK_NAMES = ("category", "hypernym", "antonym")
 CATEGORY_CHOICES = {"noun.animal": "animal", "noun.plant": "plant", "noun.food": "food", "noun.body": "body"}
@@ -53,27 +53,17 @@ class Synset:
 @lru_cache(maxsize=4)  # parsed once per process: every task builder and test reads the same files
 def read_synsets(pos: str, wordnet_dir: Path | str = WORDNET_DIR) -> dict[str, Synset]:
     """Every synset of ``data.<pos>`` (pos: noun or adj) by offset; words lower-cased, markers dropped."""
-    path = Path(wordnet_dir) / f"data.{pos}"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: install WordNet with `apt-get install wordnet-base`")
     synsets = {}
-    with path.open(encoding="latin-1") as handle:
-        for line in handle:
-            if line.startswith("  "):  # licence header
-                continue
-            head, _, gloss = line.partition(" | ")
-            fields = head.split()
-            n_words = int(fields[3], 16)
-            words = tuple(fields[4 + 2 * j].split("(")[0].replace("_", " ").lower() for j in range(n_words))
-            at = 4 + 2 * n_words
-            n_pointers = int(fields[at])
-            pointers = tuple(
-                (fields[at + 1 + 4 * p], fields[at + 2 + 4 * p], fields[at + 4 + 4 * p])
-                for p in range(n_pointers)
-            )
-            synsets[fields[0]] = Synset(
-                fields[0], int(fields[1]), words, pointers, gloss.split('; "')[0].strip()
-            )
+    for fields, gloss in synset_records(pos, wordnet_dir):
+        n_words = int(fields[3], 16)
+        words = tuple(fields[4 + 2 * j].split("(")[0].replace("_", " ").lower() for j in range(n_words))
+        at = 4 + 2 * n_words
+        n_pointers = int(fields[at])
+        pointers = tuple(
+            (fields[at + 1 + 4 * p], fields[at + 2 + 4 * p], fields[at + 4 + 4 * p])
+            for p in range(n_pointers)
+        )
+        synsets[fields[0]] = Synset(fields[0], int(fields[1]), words, pointers, gloss)
     return synsets
 
 
