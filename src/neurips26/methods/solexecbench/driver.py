@@ -673,6 +673,20 @@ def _steady_allocator() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD_MAX)
 
 
+def _prepare_evaluation_process(settings: dict) -> None:
+    """The same process settings for every process that runs or times code (the solution's, the reference
+    timer's, the judge's), so the two sides of a timing differ only in the code they run: the allocator,
+    the device, the CPU pinning (one core for the whole evaluation: no migrations mid-timing) and the
+    thread count."""
+    if settings.get("steady_allocator"):
+        _steady_allocator()
+    _use_device(settings)
+    if settings.get("pin_cpu", -1) >= 0:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {settings["pin_cpu"]})
+    torch.set_num_threads(settings["threads"])
+
+
 def _timer_child(request: dict, workload_index: int, control_fd: int, report_fd: int) -> None:
     """The reference timer of one workload (trusted: forked from the fork server while every process of the
     solution is stopped; it never sees the solution). It times the reference with the solution's loop, one
@@ -690,13 +704,7 @@ def _timer_child(request: dict, workload_index: int, control_fd: int, report_fd:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     try:
         settings = request["settings"]
-        if settings.get("steady_allocator"):
-            _steady_allocator()
-        _use_device(settings)
-        if settings.get("pin_cpu", -1) >= 0:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, {settings["pin_cpu"]})
-        torch.set_num_threads(settings["threads"])
+        _prepare_evaluation_process(settings)
         namespace: dict = {"__name__": "reference"}
         exec(compile(request["problem"]["reference"], "<reference>", "exec"), namespace)
         reference = namespace["run"]
@@ -1172,13 +1180,7 @@ def _judge(request: dict, untrusted: list[dict], blob: bytearray, timed: _Refere
     """The trusted judge's verdict on every workload (in the judge process: the reference is executed here
     from the request's source; the solution was never imported into this process or its parent)."""
     settings = request["settings"]
-    if settings.get("steady_allocator"):
-        _steady_allocator()
-    _use_device(settings)
-    if settings.get("pin_cpu", -1) >= 0:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {settings["pin_cpu"]})
-    torch.set_num_threads(settings["threads"])
+    _prepare_evaluation_process(settings)
     problem = request["problem"]
     namespace: dict = {"__name__": "reference"}
     exec(compile(problem["reference"], "<reference>", "exec"), namespace)
@@ -1325,13 +1327,7 @@ def _evaluate(request: dict, shipment: _Shipment, channel: tuple[int, int]) -> l
     nothing here judges correctness or times the reference (:func:`_solution_workload`); the baseline
     harnesses (``naive``, ``kernelbench``) keep their in-process check (:func:`_baseline_workload`)."""
     settings = request["settings"]
-    if settings.get("steady_allocator"):
-        _steady_allocator()
-    _use_device(settings)
-    if settings.get("pin_cpu", -1) >= 0:  # one core for the whole evaluation: no migrations mid-timing
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {settings["pin_cpu"]})
-    torch.set_num_threads(settings["threads"])
+    _prepare_evaluation_process(settings)
     seed = settings["base_seed"]  # drawn by the fork server, so the trusted judge knows it too
     torch.manual_seed(seed)
     rng = random.Random(int.from_bytes(os.urandom(8), "little"))
