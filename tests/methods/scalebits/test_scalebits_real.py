@@ -13,7 +13,6 @@ import math
 import pytest
 import torch
 
-from neurips26.data.pydoc_text import load_pydoc_topics
 from neurips26.data.text import CorpusFile
 from neurips26.methods.scalebits import UniformRTNConfig, quantize_and_report
 from neurips26.methods.scalebits.config import ScaleBitsExperimentConfig
@@ -27,6 +26,7 @@ from neurips26.methods.scalebits.experiment import (
     model_identity,
 )
 from neurips26.methods.scalebits.integration import select_linears
+from neurips26.methods.scalebits.pydoc_text import load_pydoc_topics
 from neurips26.methods.scalebits.real import (
     RealTextTask,
     document_windows,

@@ -5,7 +5,7 @@ dequantised Q4_K_M GGUF files, so "full precision" here means the dequantised GG
 ~4.5-bit grid), never the original bfloat16 checkpoint.
 
 Text is what the interpreter ships (nothing is read outside the installed packages): English prose from the
-language reference's topics (:mod:`neurips26.data.pydoc_text`) and Python source from the standard library
+language reference's topics (:mod:`.pydoc_text`) and Python source from the standard library
 (:mod:`neurips26.data.text`), alternating. Both are split by a hash of each document's name, so the
 calibration windows (train split) and the held-out windows (held-out split) never share a document.
 
@@ -60,7 +60,7 @@ def interleaved_documents(
     ``prose`` / ``code`` default to the pydoc topics and the stdlib source of ``split``; tests pass their own.
     """
     if prose is None:
-        from neurips26.data.pydoc_text import load_pydoc_topics
+        from neurips26.methods.scalebits.pydoc_text import load_pydoc_topics
 
         prose = load_pydoc_topics(split).files
     if code is None:
