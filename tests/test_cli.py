@@ -103,8 +103,20 @@ def test_bad_seed_count_is_reported_by_run_itself(capsys) -> None:
 def test_info_shows_systems_devices_and_the_abstract(capsys) -> None:
     assert main(["info", "samhybrid"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "devices: cpu" in out and "systems (built from the default config)" in out
+    assert "devices: cpu" in out and "systems (built from the default config" in out
     assert "abstract:\nHybrid modeling, the combination of machine learning models" in out
+
+
+def test_info_prints_what_sets_each_system_apart_in_full(capsys) -> None:
+    """spectralkv's recipes hold builder functions: info reads them as the settings they closed over (not a
+    function's address), and an ablation reads as the one setting it switches off."""
+    assert main(["info", "spectralkv"]) == EXIT_OK
+    out = capsys.readouterr().out
+    lines = {line.split(":", 1)[0].strip(): line for line in out.splitlines() if line.startswith("  ")}
+    assert " at 0x" not in out
+    assert "build.method.selector='topk'" in lines["spectralkv-entropy-only"]
+    assert "build.method.selector='coreset'" in lines["spectralkv (ours)"]
+    assert "window_size" not in lines["spectralkv (ours)"]  # shared by every system of its class: not shown
 
 
 def test_info_reads_the_abstract_from_the_package_in_any_folder(tmp_path) -> None:

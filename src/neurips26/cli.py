@@ -77,10 +77,10 @@ def cmd_info(args: argparse.Namespace) -> int:
         _print_table(
             ["key", "default", "source"], [[k, repr(v), sources.get(k, "")] for k, v in defaults.items()]
         )
-        print("\nsystems (built from the default config):")
-        for name in experiment.systems:
+        print("\nsystems (built from the default config; the fields that set each apart):")
+        for name, text in _describe_systems(experiment, config).items():
             label = f"{name} (ours)" if name == experiment.ours else name
-            print(f"  {label}: {_describe_system(experiment, name, config)}")
+            print(f"  {label}: {text}")
         print(f"\ndevices: {', '.join(experiment.devices)}")
         print("\nprofiles:")
         for profile in experiment.profiles.values():
@@ -90,34 +90,21 @@ def cmd_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _describe_system(experiment: Any, name: str, config: Any) -> str:
-    """The system's resolved value in full (a dataclass reads as the fields that make it this system).
+def _describe_systems(experiment: Any, config: Any) -> dict[str, str]:
+    """Each system's record (:mod:`neurips26.bench.system_record`): the fields that differ between the
+    experiment's systems, in full (never shortened: two systems that differ only past a cut-off would read
+    the same)."""
+    from neurips26.bench.system_record import differing_fields, format_fields, system_record
 
-    Never shortened: two systems that differ only past a cut-off would read the same.
-    """
-    try:
-        system = experiment.build_system(name, config)
-    except Exception as exc:  # info must still print the rest
-        return f"<cannot build: {type(exc).__name__}: {exc}>"
-    return _settings_text(system)
-
-
-def _settings_text(system: Any) -> str:
-    """A dataclass system as the fields that differ from its class defaults (what makes it this system)."""
-    import dataclasses
-
-    if not dataclasses.is_dataclass(system) or isinstance(system, type):
-        return repr(system)
-    try:
-        defaults = type(system)()
-    except Exception:  # a dataclass without defaults prints whole
-        return repr(system)
-    changed = [
-        f"{f.name}={getattr(system, f.name)!r}"
-        for f in dataclasses.fields(system)
-        if getattr(system, f.name) != getattr(defaults, f.name)
-    ]
-    return f"{type(system).__name__}({', '.join(changed)})"
+    records: dict[str, dict[str, Any]] = {}
+    failures: dict[str, str] = {}
+    for name in experiment.systems:
+        try:
+            records[name] = system_record(experiment.build_system(name, config))
+        except Exception as exc:  # info must still print the rest
+            failures[name] = f"<cannot build: {type(exc).__name__}: {exc}>"
+    shown = {name: format_fields(fields) for name, fields in differing_fields(records).items()}
+    return {name: shown.get(name) or failures[name] for name in experiment.systems}
 
 
 def _spec_or_usage_error(slug: str) -> MethodSpec:

@@ -66,14 +66,38 @@ def check_cell_tasks_travel(experiment: Experiment, experiment_ref: str) -> None
                 ) from exc
 
 
+def check_system_records(experiment: Experiment) -> None:
+    """Every system built from the default config has a record (:mod:`neurips26.bench.system_record`) that
+    ``info`` can print in full, and no two systems have the same record: two such systems could only differ
+    by a name looked up inside ``run``, where no reader of the results can see it."""
+    from neurips26.bench.system_record import system_record, undescribed_fields
+
+    config = experiment.config_cls()
+    seen: dict[str, str] = {}
+    for name in experiment.systems:
+        record = system_record(experiment.build_system(name, config))
+        opaque = undescribed_fields(record)
+        assert not opaque, (
+            f"{experiment.slug}: system {name!r} has fields {opaque} that read only as a memory address; "
+            "make the system a dataclass of plain values (or a builder whose arguments are)"
+        )
+        key = repr(sorted(record.items()))
+        assert key not in seen, (
+            f"{experiment.slug}: systems {seen[key]!r} and {name!r} have the same record {record}: one "
+            "system under two names"
+        )
+        seen[key] = name
+
+
 def check_experiment_contract(experiment: Experiment, experiment_ref: str, run_smoke: bool = True) -> dict:
-    """Spec, config round trip, profile budgets and seeds, and a real smoke run (in CPU seconds, so a loaded
-    machine does not fail it) with finite metrics for every system."""
+    """Spec, config round trip, profile budgets and seeds, system records, and a real smoke run (in CPU
+    seconds, so a loaded machine does not fail it) with finite metrics for every system."""
     from neurips26.bench.runner import run_experiment
 
     check_config_round_trip(experiment)
     check_profiles(experiment)
     check_cell_tasks_travel(experiment, experiment_ref)
+    check_system_records(experiment)
     smoke = experiment.profile("smoke")
     if not run_smoke:
         return {}
