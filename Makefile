@@ -11,9 +11,10 @@ $(BIN)/python:
 	# Debian packages (optional: without them those parts skip): WordNet (poes), DejaVu fonts (sast), a virtual
 	# display, AT-SPI, galculator, mousepad, gnumeric, abiword, pcmanfm, xdotool and chromium (screensearch's
 	# real apps), Fashion-MNIST's idx files (spcacw's fmnist profile), OpenCV's sample data with Van Gogh's Starry
-	# Night (styleroute's real profile; opencv-doc, ~96 MB download)
+	# Night (styleroute's real profile; opencv-doc, ~96 MB download), jemalloc (solexecbench's evaluation processes:
+	# steady timings; without it they fall back to glibc's malloc)
 	-(command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-		wordnet-base fonts-dejavu-core fonts-dejavu-extra xvfb dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 galculator mousepad gnumeric abiword pcmanfm xdotool chromium clang-14 dataset-fashion-mnist opencv-doc >/dev/null)
+		wordnet-base fonts-dejavu-core fonts-dejavu-extra xvfb dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 galculator mousepad gnumeric abiword pcmanfm xdotool chromium clang-14 dataset-fashion-mnist opencv-doc libjemalloc2 >/dev/null)
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	# The CPU wheel first: the package's torch range then installs nothing more.

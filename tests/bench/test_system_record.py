@@ -101,4 +101,3 @@ def test_the_contract_refuses_two_systems_with_one_record() -> None:
     check_system_records(experiment)  # the toy's own systems read apart
     with pytest.raises(AssertionError, match="one system under two names"):
         check_system_records(twin)
-

@@ -90,6 +90,11 @@ class SolExecBenchConfig:
         "issue #44 (SOL-score CV): fixed glibc malloc thresholds in every evaluation process, so a call's"
         " temporaries reuse pages instead of faulting on fresh ones depending on the allocation history",
     )
+    inputs_off_heap: bool = param(
+        True,
+        "issue #44 (SOL-score CV): each timed call's CPU inputs and outputs in a mapping of their own (kept"
+        " alive on the heap, they pushed the call's temporaries onto fresh pages)",
+    )
     off_cpu_filter: bool = param(
         True,
         "issue #44 (SOL-score CV): paired_ratio keeps the pairs whose two calls stayed on the CPU (wall"
@@ -144,6 +149,11 @@ class SolExecBenchConfig:
     hardware: str = param("cpu-local", "issue: the host's measured spec from solar.calibrate_cpu_local")
     fast_p: float = param(1.0, "KernelBench fast_p: correct and speedup over the baseline > p")
     isolation: str = param("fork", "ours: fork a clean torch-imported driver per evaluation ('spawn' = new)")
+    allocator: str = param(
+        "auto",
+        "issue #44 (SOL-score CV): the evaluation processes' malloc; 'auto' = jemalloc where installed"
+        " (PyTorch's CPU tuning guide), else glibc's",
+    )
     seed: int = param(-1, "ours: -1 draws input seeds from os.urandom (no precomputable inputs)")
     device: str = param("cpu", "issue: 'cpu', 'cuda', 'cuda:N' or 'auto' (cuda:0 when CUDA is available)")
     timer: str = param(
@@ -160,6 +170,7 @@ class SolExecBenchConfig:
         check_choice("mode", self.mode, MODES)
         check_choice("sol_fidelity", self.sol_fidelity, FIDELITIES)
         check_choice("isolation", self.isolation, ("fork", "spawn"))
+        check_choice("allocator", self.allocator, ("auto", "jemalloc", "glibc"))
         check_choice("timing_estimator", self.timing_estimator, TIMING_ESTIMATORS)
         if isinstance(self.pin_cpu, bool) or not isinstance(self.pin_cpu, int) or self.pin_cpu < -1:
             raise ValueError(f"pin_cpu must be a CPU index >= 0 or -1 (no pinning), got {self.pin_cpu!r}")
@@ -197,7 +208,7 @@ class SolExecBenchConfig:
             )
         check_positive("tolerance_scale", self.tolerance_scale, allow_zero=True)
         check_positive("settle_ms", self.settle_ms, allow_zero=True)
-        for name in ("steady_allocator", "off_cpu_filter"):
+        for name in ("steady_allocator", "inputs_off_heap", "off_cpu_filter"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("time_budget_s", "timeout_s", "fast_p", "compile_timeout_s"):
@@ -234,6 +245,7 @@ class SolExecBenchConfig:
             "interleave_block": self.interleave_block,
             "settle_ms": self.settle_ms,
             "steady_allocator": self.steady_allocator,
+            "inputs_off_heap": self.inputs_off_heap,
             "off_cpu_filter": self.off_cpu_filter,
             "time_reference": self.time_reference,
             "timeout_s": self.timeout_s,

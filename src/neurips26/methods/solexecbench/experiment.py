@@ -64,13 +64,17 @@ def experiment_hardware(config: SolExecBenchConfig) -> Any:
     return calibrate(copy_bytes=128 * 2**20, threads=config.threads)
 
 
-def _sandbox_key(config: SolExecBenchExperimentConfig, profile: Profile, seed: int) -> tuple[int, str | None]:
-    """What the sandbox depends on: the harness's thread count and visible GPU (the same for every system)."""
-    return config.method.threads, sandbox_cuda_visible(host_device(config.method.device))
+def _sandbox_key(
+    config: SolExecBenchExperimentConfig, profile: Profile, seed: int
+) -> tuple[int, str | None, str]:
+    """What the sandbox depends on: the harness's thread count, visible GPU and allocator (the same for
+    every system)."""
+    method = config.method
+    return method.threads, sandbox_cuda_visible(host_device(method.device)), method.allocator
 
 
-def _sandbox(threads: int, cuda_visible: str | None) -> Sandbox:
-    return Sandbox(threads=threads, cuda_visible=cuda_visible)
+def _sandbox(threads: int, cuda_visible: str | None, allocator: str) -> Sandbox:
+    return Sandbox(threads=threads, cuda_visible=cuda_visible, allocator=allocator)
 
 
 def _hardware_key(config: SolExecBenchExperimentConfig, profile: Profile, seed: int) -> tuple[Any, ...]:

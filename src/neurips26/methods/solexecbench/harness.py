@@ -205,7 +205,10 @@ class SolExecBench:
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.config.threads, self.config.isolation, self._cuda_visible())
+            config = self.config
+            self._sandbox = Sandbox(
+                config.threads, config.isolation, self._cuda_visible(), allocator=config.allocator
+            )
         elif self._sandbox.cuda_visible != self._cuda_visible():
             raise ValueError(
                 f"the shared sandbox shows CUDA devices {self._sandbox.cuda_visible!r},"
@@ -220,7 +223,7 @@ class SolExecBench:
         """The device and timer into the trace's ``environment.libs`` (CUDA runtime on GPU runs)."""
         import torch
 
-        libs = {"device": self.device, "timer": self.timer}
+        libs = {"device": self.device, "timer": self.timer, "allocator": self.sandbox.allocator}
         if self.on_cuda:
             libs.update(gpu=self._device_name(), cuda=str(torch.version.cuda))
         return libs

@@ -9,10 +9,17 @@ Network isolation and the process-count limit are applied by the driver in each 
 :mod:`.driver`). ``cuda_visible`` (a GPU run) is the one CUDA device the driver may see: the scrubbed
 environment then sets ``CUDA_VISIBLE_DEVICES`` to it instead of ``""`` and passes ``LD_LIBRARY_PATH`` and
 ``CUDA_HOME`` through (the CUDA user-space libraries may live there); everything else stays scrubbed.
+
+``allocator`` picks the evaluation processes' malloc: jemalloc (preloaded, where installed: Debian's
+``libjemalloc2``), as PyTorch's CPU performance-tuning guide recommends, or glibc's. With glibc 2.36 a freed
+block cannot serve the next aligned allocation of the same size (torch's tensors are 64-byte aligned), so a
+reference's temporaries kept landing on never-touched pages and their page faults (up to half of a call,
+swinging with the load) decided the timing: issue #44, README "Timing CV".
 """
 
 from __future__ import annotations
 
+import ctypes.util
 import json
 import os
 import shutil
@@ -25,12 +32,46 @@ from pathlib import Path
 from typing import Any
 
 ISOLATIONS = ("fork", "spawn")
+ALLOCATORS = ("auto", "jemalloc", "glibc")
+# jemalloc keeps the pages it freed for the life of the process (never decays them back to the system), as
+# the driver's glibc settings do (``steady_allocator``): a timed call never faults on pages it freed before
+JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
+_JEMALLOC_PATHS = tuple(
+    f"{folder}/libjemalloc.so.2"
+    for folder in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/local/lib")
+)
 START_TIMEOUT_S = 120.0
 
 
-def scrubbed_environment(threads: int, home: str, cuda_visible: str | None = None) -> dict[str, str]:
-    """The only variables the driver sees: a minimal PATH, fixed thread counts, a private HOME/TMPDIR, and
-    no CUDA device unless ``cuda_visible`` names the one a GPU run may use."""
+def find_jemalloc() -> str | None:
+    """The installed jemalloc library (a path, or a name the loader finds), or None."""
+    for path in _JEMALLOC_PATHS:
+        if os.path.exists(path):
+            return path
+    return ctypes.util.find_library("jemalloc")
+
+
+def allocator_library(allocator: str) -> str | None:
+    """The library to preload for ``allocator`` (None: glibc's malloc). ``auto`` is jemalloc where installed;
+    asking for jemalloc where it is not is an error that says how to install it."""
+    if allocator not in ALLOCATORS:
+        raise ValueError(f"allocator={allocator!r}; choose one of {ALLOCATORS}")
+    if allocator == "glibc":
+        return None
+    library = find_jemalloc()
+    if library is None and allocator == "jemalloc":
+        raise ValueError(
+            "allocator='jemalloc' but no jemalloc library is installed (Debian/Ubuntu: apt-get install "
+            "libjemalloc2); use allocator='auto' to fall back to glibc's malloc"
+        )
+    return library
+
+
+def scrubbed_environment(
+    threads: int, home: str, cuda_visible: str | None = None, preload: str | None = None
+) -> dict[str, str]:
+    """The only variables the driver sees: a minimal PATH, fixed thread counts, a private HOME/TMPDIR, no
+    CUDA device unless ``cuda_visible`` names the one a GPU run may use, and the allocator ``preload``."""
     environment = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": home,
@@ -42,6 +83,8 @@ def scrubbed_environment(threads: int, home: str, cuda_visible: str | None = Non
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
         "CUDA_VISIBLE_DEVICES": "" if cuda_visible is None else cuda_visible,
     }
+    if preload is not None:
+        environment.update(LD_PRELOAD=preload, MALLOC_CONF=JEMALLOC_CONF)
     if cuda_visible is not None:
         for name in ("LD_LIBRARY_PATH", "CUDA_HOME"):
             if os.environ.get(name):
@@ -68,6 +111,7 @@ class Sandbox:
         isolation: str = "fork",
         cuda_visible: str | None = None,
         python: str | None = None,
+        allocator: str = "auto",
     ) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; choose one of {ISOLATIONS}")
@@ -76,6 +120,7 @@ class Sandbox:
         self.threads = threads
         self.isolation = isolation
         self.cuda_visible = cuda_visible
+        self.preload = allocator_library(allocator)
         self.python = python or sys.executable  # the interpreter the driver runs under
         if not os.access(self.python, os.X_OK):
             raise ValueError(f"python={self.python!r} is not an executable interpreter")
@@ -97,9 +142,14 @@ class Sandbox:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    @property
+    def allocator(self) -> str:
+        """The evaluation processes' malloc: ``jemalloc`` or ``glibc``."""
+        return "glibc" if self.preload is None else "jemalloc"
+
     def environment(self, home: str) -> dict[str, str]:
         """The driver's (and the compile step's) environment."""
-        return scrubbed_environment(self.threads, home, self.cuda_visible)
+        return scrubbed_environment(self.threads, home, self.cuda_visible, self.preload)
 
     def _start(self) -> subprocess.Popen[str]:
         home = self.root / "home"
