@@ -89,6 +89,7 @@ def main() -> None:
             line[f"sol_{version}"] = round(statistics.median(r["sol_score"] for r in runs), 3)
             # run-to-run spread of the SOL score (issue #44 asks < 5% over 5 repeats at load ~2)
             line[f"sol_cv_{version}"] = round(_cv([r["sol_score"] for r in runs]), 4)
+            line[f"sol_scores_{version}"] = [round(r["sol_score"], 3) for r in runs]  # which repeat moved
         if "before" in versions:
             line["ratio"] = round(line[f"wall_s_{versions[-1]}"] / line["wall_s_before"], 3)
         report.append(line)
