@@ -13,11 +13,17 @@ import math
 import numpy as np
 import torch
 
+from neurips26.methods.spectralkv.features import cpu_kernels
+
 __all__ = ["allocate_layer_budgets", "attention_concentration"]
 
 
 def attention_concentration(
-    window_attention: torch.Tensor, candidate_mask: torch.Tensor, *, logits: torch.Tensor | None = None
+    window_attention: torch.Tensor,
+    candidate_mask: torch.Tensor,
+    *,
+    logits: torch.Tensor | None = None,
+    compiled: bool = True,
 ) -> float:
     """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
 
@@ -31,6 +37,9 @@ def attention_concentration(
     logits:
         optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
         masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
+    compiled:
+        on CPU with ``logits`` and one contiguous range of candidates, sum each row in one compiled pass
+        (:func:`kernels.mean_row_entropy`, float64 sums: equal to the torch path up to float32 rounding).
 
     Returns
     -------
@@ -43,6 +52,10 @@ def attention_concentration(
     mask = candidate_mask.to(attention.device)
     where = torch.nonzero(mask).squeeze(-1)
     lo, hi = int(where[0]), int(where[-1]) + 1
+    kernels = cpu_kernels(attention.device) if compiled and logits is not None and hi - lo == m else None
+    if kernels is not None:  # one compiled pass instead of a dozen full-size tensor operations
+        entropy = kernels.mean_row_entropy(attention, logits, lo, hi)
+        return min(max(1.0 - entropy / math.log(m), 0.0), 1.0)
     if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
         rows = attention[..., lo:hi]
         z = None if logits is None else logits.float()[..., lo:hi]

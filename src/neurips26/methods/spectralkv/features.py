@@ -24,6 +24,7 @@ __all__ = [
     "forced_within_budget",
     "metric_candidates",
     "metric_features",
+    "metric_root",
     "stack_candidates",
 ]
 
@@ -89,21 +90,29 @@ class _KeyPart:
             return
         if q.shape[-2] <= d:
             self._full = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
-        else:  # more queries than dims: M^1/2 itself keeps the key part in d dims
-            metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
-            eigval, eigvec = torch.linalg.eigh(metric)
-            root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
-            self._full = keys.float() @ root
+        else:  # more queries than dims: a square root of M keeps the key part in d dims
+            self._full = keys.float() @ metric_root(q)
         self.energy = self._full.pow(2).sum(-1)
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """``(B, H, P, dims)`` key-part rows of the tokens ``index`` ``(B, H, P)``."""
         if self._logits is None:
-            return self._full.gather(-2, index.unsqueeze(-1).expand(*index.shape, self._full.shape[-1]))
+            return _take_tokens(self._full, index)
         picked = self._logits.gather(
             -1, index.unsqueeze(-2).expand(*self._logits.shape[:-1], index.shape[-1])
         )
         return picked.transpose(-1, -2) * self._scale
+
+
+def metric_root(window_queries: torch.Tensor) -> torch.Tensor:
+    """``(B, H, d, d)`` ``S`` with ``S S^T = M = Q^T Q / |Q|``, so ``k S`` has the Gram matrix of ``M^1/2 k``.
+
+    From the QR factorisation ``Q = U R``: ``M = R^T R / |Q|``, so ``S = R^T / sqrt(|Q|)`` -- ``M^1/2`` up to
+    a rotation (pivoting and cosines see only the Gram matrix), without an eigendecomposition (3x
+    faster on a 128 x 64 window) and defined for a rank-deficient ``Q`` too.
+    """
+    q = window_queries.float()
+    return torch.linalg.qr(q, mode="r")[1].transpose(-1, -2) / math.sqrt(q.shape[-2])
 
 
 def _score_weight(scores: torch.Tensor | None, score_power: float) -> torch.Tensor | None:
@@ -121,6 +130,11 @@ def _value_scale(key_part: _KeyPart, value_energy: torch.Tensor, value_weight: f
     return (value_weight * energy_k / energy_v)[..., None, None]
 
 
+def _take_tokens(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index`` ``(B, H, P)`` of ``tensor`` ``(B, H, n, d)``: ``(B, H, P, d)``."""
+    return tensor.gather(-2, index.unsqueeze(-1).expand(*index.shape, tensor.shape[-1]))
+
+
 def _assemble_features(
     key_part: _KeyPart,
     values: torch.Tensor,
@@ -129,7 +143,7 @@ def _assemble_features(
     weight: torch.Tensor | None,
 ) -> torch.Tensor:
     """Features ``(B, H, P, dims + d)`` of the tokens ``index`` ``(B, H, P)``."""
-    v = values.float().gather(-2, index.unsqueeze(-1).expand(*index.shape, values.shape[-1]))
+    v = _take_tokens(values.float(), index)
     features = torch.cat([key_part.rows(index), value_scale * v], dim=-1)
     if weight is not None:
         features = features * weight.gather(-1, index).unsqueeze(-1)
@@ -217,7 +231,10 @@ def metric_candidates(
     weight = _score_weight(feature_scores, score_power)
     queries_per_head, d = window_queries.shape[-2:]
     kernels = cpu_kernels(keys.device) if compiled and window_logits is not None else None
-    if kernels is not None and queries_per_head <= d:
+    if kernels is not None:
+        # more queries than dims: the logits still give every token's energy, but the pool's key part
+        # is k S in d dims (metric_root), not the logits' |Q| ones (pivoting costs grow with the dims)
+        logit_features = queries_per_head <= d
         index, features = kernels.pool_from_logits(
             window_logits.reshape(batch, heads, queries_per_head, n),
             values,
@@ -226,7 +243,13 @@ def metric_candidates(
             _pool_size(budget, n, pool_factor),
             math.sqrt(d / queries_per_head),
             value_weight,
+            logit_features=logit_features,
         )
+        if not logit_features:
+            key_part = _take_tokens(keys.float(), index) @ metric_root(window_queries)
+            if weight is not None:
+                key_part = key_part * weight.gather(-1, index).unsqueeze(-1)
+            features = torch.cat([key_part, features], dim=-1)
     else:
         key_part = _KeyPart(keys, window_queries, window_logits)
         value_energy = values.float().pow(2).sum(-1)

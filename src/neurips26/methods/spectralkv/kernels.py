@@ -22,7 +22,7 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["duplicate_pairs", "pivot_segments", "pool_from_logits"]
+__all__ = ["duplicate_pairs", "mean_row_entropy", "pivot_segments", "pool_from_logits"]
 
 # Sums may be reassociated (and so vectorised): strict left-to-right order makes every running sum wait
 # for the previous addition. No other fast-math liberty: infinities and NaNs keep their meaning.
@@ -37,15 +37,19 @@ def pool_from_logits(
     size: int,
     key_scale: float,
     value_weight: float,
+    *,
+    logit_features: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The candidate pool of :func:`core.metric_candidates` when the key part is the window logits (CPU).
+    """The candidate pool of :func:`core.metric_candidates` from the window logits (CPU).
 
     ``logits`` ``(B, H, Q, n)`` per KV head, ``values`` ``(B, H, n, dv)``, ``weight`` ``(B, H, n)``
     feature weights (or ``None``), ``forced`` ``(n,)`` bool. Per row: token energies
     ``w^2 (key_scale^2 ||z_j||^2 + lambda^2 ||v_j||^2)`` with ``lambda`` balancing the parts, the forced
     tokens plus the ``size`` most energetic ones in context order, and their features
     ``w [key_scale z_j ; lambda v_j]``. Returns ``(B, H, size)`` positions and ``(B, H, size, Q + dv)``
-    float32 features, in one pass instead of two dozen full-size tensor operations.
+    float32 features, in one pass instead of two dozen full-size tensor operations. Without
+    ``logit_features`` the features are the value part ``w lambda v_j`` alone ``(B, H, size, dv)`` (the
+    caller builds a key part of fewer dims than ``Q``).
     """
     batch, heads, queries, n = logits.shape
     flat = (batch * heads, n)
@@ -58,6 +62,7 @@ def pool_from_logits(
         int(size),
         float(key_scale),
         float(value_weight),
+        bool(logit_features),
     )
     shape = (batch, heads, int(size))
     return (
@@ -67,11 +72,12 @@ def pool_from_logits(
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_weight):  # pragma: no cover
+def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_weight, logit_features):  # pragma: no cover
     rows, queries, n = logits.shape
     dv = values.shape[2]
+    key_dims = queries if logit_features else 0
     index = np.empty((rows, size), dtype=np.int64)
-    features = np.empty((rows, size, queries + dv), dtype=np.float32)
+    features = np.empty((rows, size, key_dims + dv), dtype=np.float32)
     for r in range(rows):
         key_energy = np.zeros(n)
         for q in range(queries):
@@ -92,7 +98,7 @@ def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_wei
                     energy[j] = np.inf
             chosen = _largest(energy, size)
         index[r] = chosen
-        for q in range(queries):  # row by row of the logits: increasing addresses, not one column each
+        for q in range(key_dims):  # row by row of the logits: increasing addresses, not one column each
             z = logits[r, q]
             for p in range(size):
                 features[r, p, q] = z[chosen[p]] * key_scale * weight[r, chosen[p]]
@@ -100,8 +106,47 @@ def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_wei
             j = chosen[p]
             scale = lam * weight[r, j]
             for c in range(dv):
-                features[r, p, queries + c] = values[r, j, c] * scale
+                features[r, p, key_dims + c] = values[r, j, c] * scale
     return index, features
+
+
+def mean_row_entropy(attention: torch.Tensor, logits: torch.Tensor, lo: int, hi: int) -> float:
+    """Mean entropy of the rows of ``attention`` ``(..., n)`` renormalised over the keys ``[lo, hi)`` (CPU).
+
+    ``logits`` are the rows' pre-softmax logits, so ``log a_j = z_j - log Z`` and the entropy
+    ``log S - sum_j a_j log a_j / S`` (``S = sum_j a_j``) needs no logarithm per entry:
+    ``log S - sum_j a_j z_j / S + log Z``, with ``log Z = z_0 - log a_0`` (token 0 is visible to every
+    causal query; a row where ``a_0`` underflows uses its largest entry). One pass over each row, sums
+    in float64, instead of the dozen full-size tensor operations of
+    :func:`budgets.attention_concentration`'s torch path.
+    """
+    n = attention.shape[-1]
+    return float(
+        _mean_row_entropy(
+            attention.detach().float().cpu().reshape(-1, n).numpy(),
+            logits.detach().float().cpu().reshape(-1, n).numpy(),
+            int(lo),
+            int(hi),
+        )
+    )
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _mean_row_entropy(attention, logits, lo, hi):  # pragma: no cover
+    total = 0.0
+    for r in range(attention.shape[0]):
+        # slices indexed from 0: a loop over range(lo, hi) is not vectorised (numba cannot prove the
+        # index non-negative, so every access keeps its negative-index wraparound branch; 5x slower)
+        a, z = attention[r, lo:hi], logits[r, lo:hi]
+        mass = dot = 0.0
+        for j in range(a.shape[0]):
+            mass += a[j]
+            dot += a[j] * np.float64(z[j])
+        top = 0 if attention[r, 0] >= 1e-30 else np.argmax(attention[r])
+        log_normaliser = logits[r, top] - np.log(np.float64(attention[r, top]))
+        mass = max(mass, 1e-30)
+        total += np.log(mass) - dot / mass + log_normaliser
+    return total / attention.shape[0]
 
 
 def pivot_segments(
@@ -448,9 +493,9 @@ def _distances_after(columns, p, end, distance):  # pragma: no cover
     width = end - p - 1
     distance[:width] = 0.0
     for c in range(columns.shape[0]):
-        column, at = columns[c], columns[c, p]
+        after, at = columns[c, p + 1 : end], columns[c, p]  # a slice from 0: vectorised (_mean_row_entropy)
         for q in range(width):
-            diff = column[p + 1 + q] - at
+            diff = after[q] - at
             distance[q] += diff * diff
 
 
