@@ -23,6 +23,7 @@ __all__ = [
     "forced_token_mask",
     "forced_within_budget",
     "metric_candidates",
+    "metric_candidates_of_layers",
     "metric_features",
     "metric_root",
     "stack_candidates",
@@ -266,6 +267,84 @@ def metric_candidates(
         forced=forced[index],
         valid=torch.ones_like(index, dtype=torch.bool),
         budget=torch.full((batch, heads), budget, dtype=torch.long, device=keys.device),
+    )
+
+
+def metric_candidates_of_layers(
+    keys: list[torch.Tensor],
+    values: list[torch.Tensor],
+    window_queries: list[torch.Tensor],
+    scores: torch.Tensor,
+    budgets: list[int],
+    forced: torch.Tensor,
+    *,
+    pool_factor: float | None = None,
+    value_weight: float = 1.0,
+    feature_scores: torch.Tensor | None = None,
+    score_power: float = 1.0,
+    window_logits: list[torch.Tensor] | None = None,
+    compiled: bool = True,
+) -> Candidates:
+    """``stack_candidates([metric_candidates(...) for every layer])``, every layer's pool in one call.
+
+    ``keys``, ``values``, ``window_queries`` and ``window_logits`` are per-layer lists as
+    :func:`metric_candidates` takes them, ``scores`` and ``feature_scores`` the layers' stacked
+    ``(L, B, H, n)``, ``budgets`` one per layer. On CPU with the logits (``compiled``) a single
+    :func:`kernels.pools_of_layers` call replaces a call per layer with its two dozen tensor conversions
+    and the stacking (same candidates, tested); otherwise the layers go one by one.
+    """
+    kernels = cpu_kernels(keys[0].device) if compiled and window_logits is not None else None
+    if kernels is None:
+        return stack_candidates(
+            [
+                metric_candidates(
+                    keys[layer],
+                    values[layer],
+                    window_queries[layer],
+                    scores[layer],
+                    budget,
+                    forced,
+                    pool_factor=pool_factor,
+                    value_weight=value_weight,
+                    feature_scores=None if feature_scores is None else feature_scores[layer],
+                    score_power=score_power,
+                    window_logits=None if window_logits is None else window_logits[layer],
+                    compiled=compiled,
+                )
+                for layer, budget in enumerate(budgets)
+            ]
+        )
+    batch, heads, n, _ = keys[0].shape
+    for budget in budgets:
+        _check_budget(budget, n)
+    weight = _score_weight(feature_scores, score_power)
+    queries_per_head, d = window_queries[0].shape[-2:]
+    logit_features = queries_per_head <= d  # else the key part is k S (see metric_candidates)
+    index, features, valid, forced_at = kernels.pools_of_layers(
+        [logits.reshape(batch, heads, queries_per_head, n) for logits in window_logits],
+        values,
+        torch.ones(scores.shape) if weight is None else weight,
+        torch.stack([forced_within_budget(forced, budget) for budget in budgets]),
+        [_pool_size(budget, n, pool_factor) for budget in budgets],
+        math.sqrt(d / queries_per_head),
+        value_weight,
+        logit_features=logit_features,
+    )
+    if not logit_features:
+        parts = []
+        for layer, layer_index in enumerate(index.split(batch)):
+            key_part = _take_tokens(keys[layer].float(), layer_index) @ metric_root(window_queries[layer])
+            if weight is not None:
+                key_part = key_part * weight[layer].gather(-1, layer_index).unsqueeze(-1)
+            parts.append(key_part)
+        features = torch.cat([torch.cat(parts) * valid.unsqueeze(-1), features], dim=-1)  # padding: 0
+    return Candidates(
+        index=index,
+        features=features,
+        scores=scores.flatten(0, 1).gather(-1, index).masked_fill(~valid, 0.0),
+        forced=forced_at,
+        valid=valid,
+        budget=torch.tensor(budgets, device=index.device).repeat_interleave(batch)[:, None].expand(-1, heads),
     )
 
 

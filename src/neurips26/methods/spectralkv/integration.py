@@ -39,7 +39,7 @@ from neurips26.methods.spectralkv.features import (
     Candidates,
     forced_token_mask,
     metric_candidates,
-    stack_candidates,
+    metric_candidates_of_layers,
 )
 from neurips26.methods.spectralkv.ledger import BudgetLedger, BudgetProfile, LayerRecord, nominal_kept
 from neurips26.methods.spectralkv.press_eval import decoder_layers
@@ -262,10 +262,9 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
         if self.selector == "topk":
             selections = [self.select(self._pending[i], b) for i, b in zip(order, budgets, strict=True)]
         else:  # one batched pivoting pass over all layers: layers are stacked on the batch dim
-            stacked = stack_candidates(
-                [self._candidates(self._pending[i], b) for i, b in zip(order, budgets, strict=True)]
+            chosen = select_from_candidates(
+                self._layers_candidates(order, budgets), **self._pivoting_options()
             )
-            chosen = select_from_candidates(stacked, **self._pivoting_options())
             rows = self._pending[order[0]].keys.shape[0]
             selections = [chosen[k * rows : (k + 1) * rows, :, :b] for k, b in enumerate(budgets)]
         for idx, budget, indices in zip(order, budgets, selections, strict=True):
@@ -304,9 +303,7 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
 
     def _candidates(self, analysis: _LayerAnalysis, budget: int) -> Candidates:
         """The layer's candidate pool in the metric-aligned, score-weighted joint feature space."""
-        n = analysis.keys.shape[2]
-        forced = self._forced(n, analysis.keys.device)
-        observed = analysis.scores.masked_fill(forced, 0.0)  # the window's padded score is not attention
+        forced = self._forced(analysis.keys.shape[2], analysis.keys.device)
         return metric_candidates(
             analysis.keys,
             analysis.values,
@@ -314,12 +311,34 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
             analysis.scores,
             budget,
             forced,
-            pool_factor=self.pool_factor,
-            value_weight=self.value_weight,
-            feature_scores=observed + observed.amax(-1, keepdim=True) * 1e-3,  # keep every token pickable
-            score_power=self.score_power,
+            feature_scores=_feature_scores(analysis.scores, forced),
             window_logits=analysis.logits,
+            **self._pool_options(),
         )
+
+    def _layers_candidates(self, layers: list[int], budgets: list[int]) -> Candidates:
+        """:meth:`_candidates` of the pending ``layers``, stacked on the batch dim, in one pass."""
+        analyses = [self._pending[i] for i in layers]
+        forced = self._forced(analyses[0].keys.shape[2], analyses[0].keys.device)
+        scores = torch.stack([a.scores for a in analyses])
+        return metric_candidates_of_layers(
+            [a.keys for a in analyses],
+            [a.values for a in analyses],
+            [a.queries for a in analyses],
+            scores,
+            budgets,
+            forced,
+            feature_scores=_feature_scores(scores, forced),
+            window_logits=[a.logits for a in analyses],
+            **self._pool_options(),
+        )
+
+    def _pool_options(self) -> dict[str, Any]:
+        return {
+            "pool_factor": self.pool_factor,
+            "value_weight": self.value_weight,
+            "score_power": self.score_power,
+        }
 
     def _pivoting_options(self) -> dict[str, Any]:
         return {
@@ -443,6 +462,13 @@ def _fit_mask_to_layer(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tu
 
 
 _COMPRESSED = "_spectralkv_compressed"  # cache-layer flag set by _write_layer
+
+
+def _feature_scores(scores: torch.Tensor, forced: torch.Tensor) -> torch.Tensor:
+    """The observed attention that weights the features: the window's padded score is not attention
+    (zero), and a floor of 1e-3 of the row's largest keeps every token pickable."""
+    observed = scores.masked_fill(forced, 0.0)
+    return observed + observed.amax(-1, keepdim=True) * 1e-3
 
 
 def _is_sliding(attention: Any) -> bool:

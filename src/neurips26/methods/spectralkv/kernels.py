@@ -22,7 +22,7 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["duplicate_pairs", "mean_row_entropy", "pivot_segments", "pool_from_logits"]
+__all__ = ["duplicate_pairs", "mean_row_entropy", "pivot_segments", "pool_from_logits", "pools_of_layers"]
 
 # Sums may be reassociated (and so vectorised): strict left-to-right order makes every running sum wait
 # for the previous addition. No other fast-math liberty: infinities and NaNs keep their meaning.
@@ -71,43 +71,131 @@ def pool_from_logits(
     )
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_weight, logit_features):  # pragma: no cover
-    rows, queries, n = logits.shape
-    dv = values.shape[2]
+@numba.njit(cache=True, nogil=True)
+def _pool_from_logits(
+    logits, values, weight, forced, size, key_scale, value_weight, logit_features
+):  # pragma: no cover
+    rows, queries, _ = logits.shape
     key_dims = queries if logit_features else 0
     index = np.empty((rows, size), dtype=np.int64)
-    features = np.empty((rows, size, key_dims + dv), dtype=np.float32)
+    features = np.empty((rows, size, key_dims + values.shape[2]), dtype=np.float32)
     for r in range(rows):
-        key_energy = np.zeros(n)
-        for q in range(queries):
-            for j in range(n):
-                key_energy[j] += np.float64(logits[r, q, j]) ** 2
-        key_energy *= key_scale * key_scale
-        value_energy = np.zeros(n)
-        for j in range(n):
-            for c in range(dv):
-                value_energy[j] += np.float64(values[r, j, c]) ** 2
-        lam = value_weight * np.sqrt(key_energy.sum()) / max(np.sqrt(value_energy.sum()), 1e-12)
-        if size == n:
-            chosen = np.arange(n)
-        else:
-            energy = (key_energy + lam * lam * value_energy) * weight[r].astype(np.float64) ** 2
-            for j in range(n):
-                if forced[j]:
-                    energy[j] = np.inf
-            chosen = _largest(energy, size)
-        index[r] = chosen
-        for q in range(key_dims):  # row by row of the logits: increasing addresses, not one column each
-            z = logits[r, q]
-            for p in range(size):
-                features[r, p, q] = z[chosen[p]] * key_scale * weight[r, chosen[p]]
-        for p in range(size):
-            j = chosen[p]
-            scale = lam * weight[r, j]
-            for c in range(dv):
-                features[r, p, key_dims + c] = values[r, j, c] * scale
+        _pool_row(logits[r], values[r], weight[r], forced, key_scale, value_weight, index[r], features[r])
     return index, features
+
+
+def pools_of_layers(
+    logits: list[torch.Tensor],
+    values: list[torch.Tensor],
+    weight: torch.Tensor,
+    forced: torch.Tensor,
+    sizes: list[int],
+    key_scale: float,
+    value_weight: float,
+    *,
+    logit_features: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`pool_from_logits` for every layer of a prefill in one call, stacked on the batch dim.
+
+    ``logits[l]`` ``(B, H, Q, n)``, ``values[l]`` ``(B, H, n, dv)``, ``weight`` ``(L, B, H, n)``, ``forced``
+    ``(L, n)`` (each layer's, trimmed to its budget), ``sizes[l]`` its pool size. Returns ``(L*B, H, P)``
+    positions, ``(L*B, H, P, D)`` features, and the ``valid`` and ``forced`` masks of the pool entries,
+    ``P = max(sizes)``: a smaller pool is padded with position 0, zero features and both masks False
+    (:func:`features.stack_candidates`'s padding), without a per-layer call and its conversions.
+    """
+    batch, heads, queries, n = logits[0].shape
+    index, features, valid, forced_at = _pools_of_layers(
+        numba.typed.List(
+            [np.ascontiguousarray(x.detach().float().cpu().numpy()).reshape(-1, queries, n) for x in logits]
+        ),
+        numba.typed.List(
+            [
+                np.ascontiguousarray(v.detach().float().cpu().numpy()).reshape(batch * heads, n, -1)
+                for v in values
+            ]
+        ),
+        np.ascontiguousarray(weight.detach().float().cpu().numpy()).reshape(len(logits), batch * heads, n),
+        forced.cpu().numpy(),
+        np.asarray(sizes, dtype=np.int64),
+        float(key_scale),
+        float(value_weight),
+        bool(logit_features),
+    )
+    shape = (len(logits) * batch, heads, index.shape[-1])
+    return tuple(
+        torch.from_numpy(array).reshape(*shape, *array.shape[3:]).to(logits[0].device)
+        for array in (index, features, valid, forced_at)
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _pools_of_layers(
+    logits, values, weight, forced, sizes, key_scale, value_weight, logit_features
+):  # pragma: no cover
+    rows, queries, _ = logits[0].shape
+    key_dims = queries if logit_features else 0
+    width = sizes.max()
+    index = np.zeros((len(logits), rows, width), dtype=np.int64)
+    features = np.zeros((len(logits), rows, width, key_dims + values[0].shape[2]), dtype=np.float32)
+    valid = np.zeros((len(logits), rows, width), dtype=np.bool_)
+    forced_at = np.zeros((len(logits), rows, width), dtype=np.bool_)
+    for layer in range(len(logits)):
+        size = sizes[layer]
+        for r in range(rows):
+            chosen, into = index[layer, r, :size], features[layer, r, :size]
+            _pool_row(
+                logits[layer][r],
+                values[layer][r],
+                weight[layer, r],
+                forced[layer],
+                key_scale,
+                value_weight,
+                chosen,
+                into,
+            )
+            valid[layer, r, :size] = True
+            for p in range(size):
+                forced_at[layer, r, p] = forced[layer, chosen[p]]
+    return index, features, valid, forced_at
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _pool_row(logits, values, weight, forced, key_scale, value_weight, index, features):  # pragma: no cover
+    """One (batch, head) row of :func:`pool_from_logits`: ``logits`` ``(Q, n)``, ``values`` ``(n, dv)``,
+    ``weight`` and ``forced`` ``(n,)``; writes the ``len(index)`` pool positions and their features
+    (``features`` ``(size, D)``: the logit part when ``D > dv``, then the value part)."""
+    queries, n = logits.shape
+    dv = values.shape[1]
+    size = index.shape[0]
+    key_dims = features.shape[1] - dv
+    key_energy = np.zeros(n)
+    for q in range(queries):
+        for j in range(n):
+            key_energy[j] += np.float64(logits[q, j]) ** 2
+    key_energy *= key_scale * key_scale
+    value_energy = np.zeros(n)
+    for j in range(n):
+        for c in range(dv):
+            value_energy[j] += np.float64(values[j, c]) ** 2
+    lam = value_weight * np.sqrt(key_energy.sum()) / max(np.sqrt(value_energy.sum()), 1e-12)
+    if size == n:
+        chosen = np.arange(n)
+    else:
+        energy = (key_energy + lam * lam * value_energy) * weight.astype(np.float64) ** 2
+        for j in range(n):
+            if forced[j]:
+                energy[j] = np.inf
+        chosen = _largest(energy, size)
+    index[:] = chosen
+    for q in range(key_dims):  # row by row of the logits: increasing addresses, not one column each
+        z = logits[q]
+        for p in range(size):
+            features[p, q] = z[chosen[p]] * key_scale * weight[chosen[p]]
+    for p in range(size):
+        j = chosen[p]
+        scale = lam * weight[j]
+        for c in range(dv):
+            features[p, key_dims + c] = values[j, c] * scale
 
 
 def mean_row_entropy(attention: torch.Tensor, logits: torch.Tensor, lo: int, hi: int) -> float:
@@ -210,22 +298,32 @@ def _largest(values, size):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _pivot_segments(phi, kept, open_, need, segment_budget, rank_tol, energy_tol, picked):  # pragma: no cover
     for r in range(phi.shape[0]):
-        members = np.nonzero(open_[r])[0]
-        if need[r] <= 0 or len(members) == 0:
-            continue
-        x = phi[r].astype(np.float64)
-        scale = 0.0
-        for i in range(x.shape[0]):
-            scale = max(scale, np.dot(x[i], x[i]))
-        covered = _span_of(x[np.nonzero(kept[r])[0]], rank_tol)
-        count = min((need[r] + segment_budget - 1) // segment_budget, len(members))
-        for t in range(count):
-            share = need[r] * (t + 1) // count - need[r] * t // count
-            segment = members[t::count]
-            chosen = _greedy(x[segment], covered, share, rank_tol * scale, energy_tol)
-            for i in range(len(segment)):
-                if chosen[i]:
-                    picked[r, segment[i]] = True
+        _pivot_row_segments(
+            phi[r], kept[r], open_[r], need[r], segment_budget, rank_tol, energy_tol, picked[r]
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def _pivot_row_segments(
+    phi, kept, open_, need, segment_budget, rank_tol, energy_tol, picked
+):  # pragma: no cover
+    """One row of :func:`pivot_segments`: ``phi`` ``(P, D)``, the rest ``(P,)``; sets ``picked``."""
+    members = np.nonzero(open_)[0]
+    if need <= 0 or len(members) == 0:
+        return
+    x = phi.astype(np.float64)
+    scale = 0.0
+    for i in range(x.shape[0]):
+        scale = max(scale, np.dot(x[i], x[i]))
+    covered = _span_of(x[np.nonzero(kept)[0]], rank_tol)
+    count = min((need + segment_budget - 1) // segment_budget, len(members))
+    for t in range(count):
+        share = need * (t + 1) // count - need * t // count
+        segment = members[t::count]
+        chosen = _greedy(x[segment], covered, share, rank_tol * scale, energy_tol)
+        for i in range(len(segment)):
+            if chosen[i]:
+                picked[segment[i]] = True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -443,35 +541,54 @@ def duplicate_pairs(
     return row, a, b
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+@numba.njit(cache=True, nogil=True)
 def _sweep_rows(unit, valid, threshold, radius, fixed):  # pragma: no cover
-    out = np.empty((3, 64), dtype=np.int64)
-    found = 0
+    rows = [np.empty((3, 0), dtype=np.int64)]
     for r in range(unit.shape[0]):
-        members = np.nonzero(valid[r])[0]
-        if len(members) < 2:
-            continue
-        rows = unit[r][members]
-        coords = _times_transposed(rows, _row_directions(rows, fixed))
-        order = np.argsort(coords[:, 0], kind="mergesort")
-        rows, members = rows[order], members[order]  # contiguous in sweep order
-        columns = coords[order].T.copy()  # (k, tokens): one coordinate of every token is contiguous
-        distance = np.empty(len(members))  # one buffer for every token's squared distances
-        reach = 0
-        for p in range(len(members)):
-            reach = _within_radius(columns[0], p, max(reach, p + 1), radius)
-            _distances_after(columns, p, reach, distance)
-            for q in range(p + 1, reach):
-                if distance[q - p - 1] > radius * radius or np.dot(rows[p], rows[q]) < threshold:
-                    continue
-                if found == out.shape[1]:  # grow by doubling: one sweep, no counting pass
-                    grown = np.empty((3, 2 * found), dtype=np.int64)
-                    grown[:, :found] = out
-                    out = grown
-                out[0, found] = r
-                out[1, found] = min(members[p], members[q])
-                out[2, found] = max(members[p], members[q])
-                found += 1
+        pairs = _sweep_row(unit[r], valid[r], threshold, radius, fixed)
+        found = np.empty((3, pairs.shape[1]), dtype=np.int64)
+        found[0], found[1:] = r, pairs
+        rows.append(found)
+    total = 0
+    for found in rows:
+        total += found.shape[1]
+    out = np.empty((3, total), dtype=np.int64)
+    start = 0
+    for found in rows:
+        out[:, start : start + found.shape[1]] = found
+        start += found.shape[1]
+    return out
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _sweep_row(unit, valid, threshold, radius, fixed):  # pragma: no cover
+    """One row of :func:`duplicate_pairs`: ``unit`` ``(P, D)``, ``valid`` ``(P,)``; ``(2, pairs)`` token
+    positions, the smaller first."""
+    out = np.empty((2, 16), dtype=np.int64)
+    found = 0
+    members = np.nonzero(valid)[0]
+    if len(members) < 2:
+        return out[:, :0].copy()
+    rows = unit[members]
+    coords = _times_transposed(rows, _row_directions(rows, fixed))
+    order = np.argsort(coords[:, 0], kind="mergesort")
+    rows, members = rows[order], members[order]  # contiguous in sweep order
+    columns = coords[order].T.copy()  # (k, tokens): one coordinate of every token is contiguous
+    distance = np.empty(len(members))  # one buffer for every token's squared distances
+    reach = 0
+    for p in range(len(members)):
+        reach = _within_radius(columns[0], p, max(reach, p + 1), radius)
+        _distances_after(columns, p, reach, distance)
+        for q in range(p + 1, reach):
+            if distance[q - p - 1] > radius * radius or np.dot(rows[p], rows[q]) < threshold:
+                continue
+            if found == out.shape[1]:  # grow by doubling: one sweep, no counting pass
+                grown = np.empty((2, 2 * found), dtype=np.int64)
+                grown[:, :found] = out
+                out = grown
+            out[0, found] = min(members[p], members[q])
+            out[1, found] = max(members[p], members[q])
+            found += 1
     return out[:, :found].copy()
 
 
