@@ -20,7 +20,7 @@ __all__ = ["allocate_layer_budgets", "attention_concentration"]
 
 def attention_concentration(
     window_attention: torch.Tensor,
-    candidate_mask: torch.Tensor,
+    candidate_mask: torch.Tensor | slice,
     *,
     logits: torch.Tensor | None = None,
     compiled: bool = True,
@@ -33,7 +33,9 @@ def attention_concentration(
         ``(B, H_q, w, n)`` softmax rows of the last ``w`` queries over all ``n`` keys.
     candidate_mask:
         ``(n,)`` bool, the keys a budget decision is about (not sinks, not the window). Rows are
-        renormalised over them, so a layer that parks its mass on the sink is judged by the rest.
+        renormalised over them, so a layer that parks its mass on the sink is judged by the rest. A
+        ``slice(lo, hi)`` names the contiguous range ``[lo, hi)`` directly (the press's case: no mask to
+        search, layer after layer).
     logits:
         optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
         masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
@@ -45,13 +47,19 @@ def attention_concentration(
     -------
     float in ``[0, 1]``: 1 when each row puts all its mass on one candidate key, 0 when uniform.
     """
-    m = int(candidate_mask.sum())
+    attention = window_attention.float()
+    if isinstance(candidate_mask, slice):
+        lo, hi = candidate_mask.start, candidate_mask.stop
+        candidate_mask = torch.zeros(attention.shape[-1], dtype=torch.bool, device=attention.device)
+        candidate_mask[lo:hi] = True  # only the masked (non-compiled) path reads it
+        m = max(hi - lo, 0)
+    else:
+        m = int(candidate_mask.sum())
+        where = torch.nonzero(candidate_mask).squeeze(-1)
+        lo, hi = (int(where[0]), int(where[-1]) + 1) if m else (0, 0)
     if m <= 1:
         return 0.0
-    attention = window_attention.float()
     mask = candidate_mask.to(attention.device)
-    where = torch.nonzero(mask).squeeze(-1)
-    lo, hi = int(where[0]), int(where[-1]) + 1
     kernels = cpu_kernels(attention.device) if compiled and logits is not None and hi - lo == m else None
     if kernels is not None:  # one compiled pass instead of a dozen full-size tensor operations
         entropy = kernels.mean_row_entropy(attention, logits, lo, hi)

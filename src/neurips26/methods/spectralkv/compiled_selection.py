@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import torch
 
-from neurips26.methods.spectralkv.kernels import _pivot_row_segments, _sweep_row
+from neurips26.methods.spectralkv.kernels import _pivot_row_segments, _sweep_row, as_array
 
 __all__ = ["select_segments"]
 
@@ -48,33 +48,34 @@ def select_segments(
     :func:`kernels.duplicate_pairs`, the rest as in :func:`kernels.pivot_segments`. ``unit`` and ``energy``
     come from the caller's torch operations, so the pairs and tie-breaks are the torch path's own.
     """
-    batch, heads, size, dim = features.shape
+    batch, heads = features.shape[:2]
     rows = batch * heads
     width = int(budget.max())
     if features.dtype not in (torch.float32, torch.float64):  # half precisions: numpy has no bfloat16
         features = features.float()
 
-    def flat(tensor: torch.Tensor, *shape: int) -> np.ndarray:
-        return np.ascontiguousarray(tensor.detach().cpu().reshape(rows, *shape).numpy())
+    def flat(tensor: torch.Tensor, dtype: torch.dtype | None = None) -> np.ndarray:
+        array = as_array(tensor, dtype)
+        return array.reshape(rows, *array.shape[2:])
 
     positions = _select_rows(
-        flat(features, size, dim),
-        flat(unit.float(), size, dim),
-        flat(energy.double(), size),
-        flat(scores.double(), size),
-        flat(forced, size),
-        flat(valid, size),
-        flat(budget.long(), 1)[:, 0],
-        flat(index.long(), size),
+        flat(features),
+        flat(unit, torch.float32),
+        flat(energy, torch.float64),
+        flat(scores, torch.float64),
+        flat(forced),
+        flat(valid),
+        flat(budget, torch.int64),
+        flat(index, torch.int64),
         float(threshold),
         float(radius),
-        np.ascontiguousarray(directions.detach().cpu().numpy().T, dtype=np.float64),
+        as_array(directions.T, torch.float64),
         int(segment_budget),
         float(rank_tol),
         float(energy_tol),
         width,
     )
-    return torch.from_numpy(positions).reshape(batch, heads, width).to(index.device)
+    return torch.from_numpy(positions).reshape(batch, heads, width)
 
 
 @numba.njit(cache=True, nogil=True)

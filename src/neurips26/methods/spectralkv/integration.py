@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -224,7 +225,8 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
         scores = F.avg_pool1d(scores, kernel_size=self.kernel_size, padding=self.kernel_size // 2, stride=1)
         scores = scores.view(scores.shape[0], heads_kv, group, n - w).mean(2)
         scores = F.pad(scores, (0, w), value=scores.max().item() + 1)
-        candidates = ~self._forced(n, keys.device)
+        # the keys between the sinks and the window (the press compresses only longer contexts)
+        candidates = slice(min(self.n_sink, n), n - w)
         concentration = attention_concentration(attention, candidates, logits=logits)
         b, _, _, d = queries.shape
         grouped = queries.reshape(b, heads_kv, group * w, d)
@@ -507,10 +509,11 @@ def _window_attention(
     heads_q, w = queries.shape[1], queries.shape[2]
     # each KV head's query group in one matmul: kvpress repeats the keys per query head instead (a copy)
     grouped = queries.reshape(batch, heads_kv, heads_q // heads_kv * w, d)
-    logits = (grouped @ keys.transpose(2, 3)).reshape(batch, heads_q, w, n) / math.sqrt(module.head_dim)
+    logits = (grouped @ keys.transpose(2, 3)).reshape(batch, heads_q, w, n)
+    logits.div_(math.sqrt(module.head_dim))  # in place: kvpress's division without a second full tensor
     # mask the future in place on the last w columns only, and restore them: the features read the
     # window tokens' logits too (same softmax input as kvpress's full-size additive mask)
-    future = torch.ones(w, w, dtype=torch.bool, device=keys.device).triu(1)
+    future = _future_mask(w, keys.device)
     window_block = logits[..., n - w :].clone()
     logits[..., n - w :].masked_fill_(future, float("-inf"))
     attention = F.softmax(logits, dim=-1, dtype=torch.float32)
@@ -526,6 +529,12 @@ def _take_tokens(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
     offsets = n * torch.arange(batch * heads, device=indices.device).view(batch, heads, 1)
     rows = tensor.reshape(batch * heads * n, dim).index_select(0, (indices + offsets).reshape(-1))
     return rows.reshape(batch, heads, indices.shape[-1], dim)
+
+
+@functools.lru_cache(maxsize=8)
+def _future_mask(window: int, device: torch.device) -> torch.Tensor:
+    """``(w, w)`` bool, True above the diagonal: what each window query must not see (built once)."""
+    return torch.ones(window, window, dtype=torch.bool, device=device).triu(1)
 
 
 def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor) -> None:
