@@ -10,6 +10,7 @@ Shapes: ``B`` batch, ``H`` KV heads, ``n`` tokens, ``d`` head dim, ``D = 2 d`` f
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -224,14 +225,14 @@ def metric_candidates(
     (``w_i^2 (||M^1/2 k_i||^2 + lambda^2 ||v_i||^2)``), so only the ``P`` pool rows are assembled: with
     the window logits given the key part costs no matmul at all. ``feature_scores`` weight the features
     (``metric_features``'s ``scores``), ``scores`` rank the hybrid fill (``coreset_candidates``'s). On
-    CPU with the logits as key part (``compiled``) the pool is built by :func:`kernels.pool_from_logits`.
+    CPU with the logits (``compiled``) the pool is built by :func:`pool_kernels.pool_from_logits`.
     """
     batch, heads, n, _ = keys.shape
     _check_budget(budget, n)
     forced = forced_within_budget(forced, budget)
     weight = _score_weight(feature_scores, score_power)
     queries_per_head, d = window_queries.shape[-2:]
-    kernels = cpu_kernels(keys.device) if compiled and window_logits is not None else None
+    kernels = cpu_kernels(keys.device, "pool_kernels") if compiled and window_logits is not None else None
     if kernels is not None:
         # more queries than dims: the logits still give every token's energy, but the pool's key part
         # is k S in d dims (metric_root), not the logits' |Q| ones (pivoting costs grow with the dims)
@@ -290,10 +291,10 @@ def metric_candidates_of_layers(
     ``keys``, ``values``, ``window_queries`` and ``window_logits`` are per-layer lists as
     :func:`metric_candidates` takes them, ``scores`` and ``feature_scores`` the layers' stacked
     ``(L, B, H, n)``, ``budgets`` one per layer. On CPU with the logits (``compiled``) a single
-    :func:`kernels.pools_of_layers` call replaces a call per layer with its two dozen tensor conversions
-    and the stacking (same candidates, tested); otherwise the layers go one by one.
+    :func:`pool_kernels.pools_of_layers` call replaces a call per layer with its two dozen tensor
+    conversions and the stacking (same candidates, tested); otherwise the layers go one by one.
     """
-    kernels = cpu_kernels(keys[0].device) if compiled and window_logits is not None else None
+    kernels = cpu_kernels(keys[0].device, "pool_kernels") if compiled and window_logits is not None else None
     if kernels is None:
         return stack_candidates(
             [
@@ -387,16 +388,15 @@ def stack_candidates(parts: list[Candidates]) -> Candidates:
     )
 
 
-def cpu_kernels(device: torch.device) -> Any:
-    """The compiled kernels module for CPU tensors, or ``None`` (another device, or numba not installed:
-    the batched torch path computes the same result)."""
+def cpu_kernels(device: torch.device, module: str = "kernels") -> Any:
+    """The compiled kernels ``module`` (``kernels`` or ``pool_kernels``) for CPU tensors, or ``None``
+    (another device, or numba not installed: the batched torch path computes the same result)."""
     if device.type != "cpu":
         return None
     try:
-        from neurips26.methods.spectralkv import kernels
+        return importlib.import_module(f"neurips26.methods.spectralkv.{module}")
     except ImportError:
         return None
-    return kernels
 
 
 def forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:

@@ -1,13 +1,14 @@
 """Compiled (numba) CPU kernels for the sequential parts of SpectralKV's selection.
 
-Greedy pivoting is one pick after another, the near-duplicate search walks a sorted order, and the
-candidate pool is a top-k plus a gather per (batch, head) row: in torch they are many small batched
-operations per step, so on CPU their cost is Python dispatch, not arithmetic (README, "Speed and
-memory"). These kernels run the same algorithms as the ``"segments"`` strategy's torch path
-(:func:`core.pivoted_selection` exact, ``block_size=1``), :meth:`core.DuplicatePairs.find` and
-:func:`core.metric_candidates` row by row in compiled code, with the same results (tests compare them);
-the torch versions remain the reference and the path for other devices. The first call compiles them
-(tens of seconds); ``cache=True`` keeps the machine code for later processes.
+Greedy pivoting is one pick after another and the near-duplicate search walks a sorted order: in torch
+they are many small batched operations per step, so on CPU their cost is Python dispatch, not
+arithmetic (README, "Speed and memory"). These kernels run the same algorithms as the ``"segments"``
+strategy's torch path (:func:`core.pivoted_selection` exact, ``block_size=1``) and
+:meth:`core.DuplicatePairs.find` row by row in compiled code, with the same results (tests compare
+them), and the layer concentration in one pass; the torch versions remain the reference and the path
+for other devices. The candidate pool's kernels are in :mod:`pool_kernels`, the whole segments
+selection in :mod:`compiled_selection`. The first call compiles them (tens of seconds); ``cache=True``
+keeps the machine code for later processes.
 
 The kernels call no BLAS: their matrix products are small (tens to hundreds of rows), and numba's ``@``
 goes to scipy's OpenBLAS, whose thread pool splits products above ~2.6e5 multiply-adds over all cores.
@@ -22,7 +23,7 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["duplicate_pairs", "mean_row_entropy", "pivot_segments", "pool_from_logits", "pools_of_layers"]
+__all__ = ["as_array", "duplicate_pairs", "mean_row_entropy", "pivot_segments"]
 
 # Sums may be reassociated (and so vectorised): strict left-to-right order makes every running sum wait
 # for the previous addition. No other fast-math liberty: infinities and NaNs keep their meaning.
@@ -39,163 +40,6 @@ def as_array(tensor: torch.Tensor, dtype: torch.dtype | None = None) -> np.ndarr
     if dtype is not None and tensor.dtype != dtype:
         tensor = tensor.to(dtype)
     return np.ascontiguousarray(tensor.numpy())
-
-
-def pool_from_logits(
-    logits: torch.Tensor,
-    values: torch.Tensor,
-    weight: torch.Tensor | None,
-    forced: torch.Tensor,
-    size: int,
-    key_scale: float,
-    value_weight: float,
-    *,
-    logit_features: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The candidate pool of :func:`core.metric_candidates` from the window logits (CPU).
-
-    ``logits`` ``(B, H, Q, n)`` per KV head, ``values`` ``(B, H, n, dv)``, ``weight`` ``(B, H, n)``
-    feature weights (or ``None``), ``forced`` ``(n,)`` bool. Per row: token energies
-    ``w^2 (key_scale^2 ||z_j||^2 + lambda^2 ||v_j||^2)`` with ``lambda`` balancing the parts, the forced
-    tokens plus the ``size`` most energetic ones in context order, and their features
-    ``w [key_scale z_j ; lambda v_j]``. Returns ``(B, H, size)`` positions and ``(B, H, size, Q + dv)``
-    float32 features, in one pass instead of two dozen full-size tensor operations. Without
-    ``logit_features`` the features are the value part ``w lambda v_j`` alone ``(B, H, size, dv)`` (the
-    caller builds a key part of fewer dims than ``Q``).
-    """
-    batch, heads, queries, n = logits.shape
-    flat = (batch * heads, n)
-    weight = torch.ones(flat) if weight is None else weight.reshape(flat)
-    index, features = _pool_from_logits(
-        as_array(logits, torch.float32).reshape(-1, queries, n),
-        as_array(values, torch.float32).reshape(-1, n, values.shape[-1]),
-        as_array(weight, torch.float32),
-        as_array(forced),
-        int(size),
-        float(key_scale),
-        float(value_weight),
-        bool(logit_features),
-    )
-    shape = (batch, heads, int(size))
-    return torch.from_numpy(index).reshape(shape), torch.from_numpy(features).reshape(*shape, -1)
-
-
-@numba.njit(cache=True, nogil=True)
-def _pool_from_logits(
-    logits, values, weight, forced, size, key_scale, value_weight, logit_features
-):  # pragma: no cover
-    rows, queries, _ = logits.shape
-    key_dims = queries if logit_features else 0
-    index = np.empty((rows, size), dtype=np.int64)
-    features = np.empty((rows, size, key_dims + values.shape[2]), dtype=np.float32)
-    for r in range(rows):
-        _pool_row(logits[r], values[r], weight[r], forced, key_scale, value_weight, index[r], features[r])
-    return index, features
-
-
-def pools_of_layers(
-    logits: list[torch.Tensor],
-    values: list[torch.Tensor],
-    weight: torch.Tensor,
-    forced: torch.Tensor,
-    sizes: list[int],
-    key_scale: float,
-    value_weight: float,
-    *,
-    logit_features: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`pool_from_logits` for every layer of a prefill in one call, stacked on the batch dim.
-
-    ``logits[l]`` ``(B, H, Q, n)``, ``values[l]`` ``(B, H, n, dv)``, ``weight`` ``(L, B, H, n)``, ``forced``
-    ``(L, n)`` (each layer's, trimmed to its budget), ``sizes[l]`` its pool size. Returns ``(L*B, H, P)``
-    positions, ``(L*B, H, P, D)`` features, and the ``valid`` and ``forced`` masks of the pool entries,
-    ``P = max(sizes)``: a smaller pool is padded with position 0, zero features and both masks False
-    (:func:`features.stack_candidates`'s padding), without a per-layer call and its conversions.
-    """
-    batch, heads, queries, n = logits[0].shape
-    index, features, valid, forced_at = _pools_of_layers(
-        numba.typed.List([as_array(x, torch.float32).reshape(-1, queries, n) for x in logits]),
-        numba.typed.List([as_array(v, torch.float32).reshape(batch * heads, n, -1) for v in values]),
-        as_array(weight, torch.float32).reshape(len(logits), batch * heads, n),
-        as_array(forced),
-        np.asarray(sizes, dtype=np.int64),
-        float(key_scale),
-        float(value_weight),
-        bool(logit_features),
-    )
-    shape = (len(logits) * batch, heads, index.shape[-1])
-    arrays = (index, features, valid, forced_at)
-    return tuple(torch.from_numpy(array).reshape(*shape, *array.shape[3:]) for array in arrays)
-
-
-@numba.njit(cache=True, nogil=True)
-def _pools_of_layers(
-    logits, values, weight, forced, sizes, key_scale, value_weight, logit_features
-):  # pragma: no cover
-    rows, queries, _ = logits[0].shape
-    key_dims = queries if logit_features else 0
-    width = sizes.max()
-    index = np.zeros((len(logits), rows, width), dtype=np.int64)
-    features = np.zeros((len(logits), rows, width, key_dims + values[0].shape[2]), dtype=np.float32)
-    valid = np.zeros((len(logits), rows, width), dtype=np.bool_)
-    forced_at = np.zeros((len(logits), rows, width), dtype=np.bool_)
-    for layer in range(len(logits)):
-        size = sizes[layer]
-        for r in range(rows):
-            chosen, into = index[layer, r, :size], features[layer, r, :size]
-            _pool_row(
-                logits[layer][r],
-                values[layer][r],
-                weight[layer, r],
-                forced[layer],
-                key_scale,
-                value_weight,
-                chosen,
-                into,
-            )
-            valid[layer, r, :size] = True
-            for p in range(size):
-                forced_at[layer, r, p] = forced[layer, chosen[p]]
-    return index, features, valid, forced_at
-
-
-@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _pool_row(logits, values, weight, forced, key_scale, value_weight, index, features):  # pragma: no cover
-    """One (batch, head) row of :func:`pool_from_logits`: ``logits`` ``(Q, n)``, ``values`` ``(n, dv)``,
-    ``weight`` and ``forced`` ``(n,)``; writes the ``len(index)`` pool positions and their features
-    (``features`` ``(size, D)``: the logit part when ``D > dv``, then the value part)."""
-    queries, n = logits.shape
-    dv = values.shape[1]
-    size = index.shape[0]
-    key_dims = features.shape[1] - dv
-    key_energy = np.zeros(n)
-    for q in range(queries):
-        for j in range(n):
-            key_energy[j] += np.float64(logits[q, j]) ** 2
-    key_energy *= key_scale * key_scale
-    value_energy = np.zeros(n)
-    for j in range(n):
-        for c in range(dv):
-            value_energy[j] += np.float64(values[j, c]) ** 2
-    lam = value_weight * np.sqrt(key_energy.sum()) / max(np.sqrt(value_energy.sum()), 1e-12)
-    if size == n:
-        chosen = np.arange(n)
-    else:
-        energy = (key_energy + lam * lam * value_energy) * weight.astype(np.float64) ** 2
-        for j in range(n):
-            if forced[j]:
-                energy[j] = np.inf
-        chosen = _largest(energy, size)
-    index[:] = chosen
-    for q in range(key_dims):  # row by row of the logits: increasing addresses, not one column each
-        z = logits[q]
-        for p in range(size):
-            features[p, q] = z[chosen[p]] * key_scale * weight[chosen[p]]
-    for p in range(size):
-        j = chosen[p]
-        scale = lam * weight[j]
-        for c in range(dv):
-            features[p, key_dims + c] = values[j, c] * scale
 
 
 def mean_row_entropy(attention: torch.Tensor, logits: torch.Tensor, lo: int, hi: int) -> float:
