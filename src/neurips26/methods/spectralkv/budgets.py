@@ -47,11 +47,8 @@ def attention_concentration(
     -------
     float in ``[0, 1]``: 1 when each row puts all its mass on one candidate key, 0 when uniform.
     """
-    attention = window_attention.float()
     if isinstance(candidate_mask, slice):
         lo, hi = candidate_mask.start, candidate_mask.stop
-        candidate_mask = torch.zeros(attention.shape[-1], dtype=torch.bool, device=attention.device)
-        candidate_mask[lo:hi] = True  # only the masked (non-compiled) path reads it
         m = max(hi - lo, 0)
     else:
         m = int(candidate_mask.sum())
@@ -59,16 +56,18 @@ def attention_concentration(
         lo, hi = (int(where[0]), int(where[-1]) + 1) if m else (0, 0)
     if m <= 1:
         return 0.0
-    mask = candidate_mask.to(attention.device)
-    kernels = cpu_kernels(attention.device) if compiled and logits is not None and hi - lo == m else None
+    kernels = (
+        cpu_kernels(window_attention.device) if compiled and logits is not None and hi - lo == m else None
+    )
     if kernels is not None:  # one compiled pass instead of a dozen full-size tensor operations
-        entropy = kernels.mean_row_entropy(attention, logits, lo, hi)
+        entropy = kernels.mean_row_entropy(window_attention, logits, lo, hi)
         return min(max(1.0 - entropy / math.log(m), 0.0), 1.0)
+    attention = window_attention.float()
     if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
         rows = attention[..., lo:hi]
         z = None if logits is None else logits.float()[..., lo:hi]
     else:
-        rows = attention * mask.float()
+        rows = attention * candidate_mask.to(attention.device).float()
         z = None if logits is None else logits.float()
     mass = rows.sum(-1).clamp_min(1e-30)
     # H(a / S) = log S - sum(a log a) / S, without renormalising the rows; log a = z - log Z when the

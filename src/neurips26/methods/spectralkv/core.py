@@ -277,10 +277,10 @@ def select_from_candidates(
     if strategy not in RANK_STRATEGIES:
         raise ValueError(f"strategy must be one of {RANK_STRATEGIES}, got {strategy!r}")
     c = candidates
-    kept = c.forced & c.valid
     unit = c.features / c.features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     if strategy == "segments" and compiled and cpu_kernels(c.features.device) is not None:
         return _compiled_segments(c, unit, duplicate_cosine, segment_budget, energy_tol)
+    kept = c.forced & c.valid
     duplicates = DuplicatePairs.find(unit, c.valid, duplicate_cosine)
     options = {"block_size": block_size, "energy_tol": energy_tol}
     if strategy == "segments":

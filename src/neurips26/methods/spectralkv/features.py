@@ -325,7 +325,7 @@ def metric_candidates_of_layers(
         [logits.reshape(batch, heads, queries_per_head, n) for logits in window_logits],
         values,
         torch.ones(scores.shape) if weight is None else weight,
-        torch.stack([forced_within_budget(forced, budget) for budget in budgets]),
+        _forced_of_layers(forced, budgets),
         [_pool_size(budget, n, pool_factor) for budget in budgets],
         math.sqrt(d / queries_per_head),
         value_weight,
@@ -397,6 +397,14 @@ def cpu_kernels(device: torch.device, module: str = "kernels") -> Any:
         return importlib.import_module(f"neurips26.methods.spectralkv.{module}")
     except ImportError:
         return None
+
+
+def _forced_of_layers(forced: torch.Tensor, budgets: list[int]) -> torch.Tensor:
+    """``(L, n)``: :func:`forced_within_budget` per layer budget; one shared row when every budget holds
+    all forced tokens (the usual case: a budget is at least sinks + window), instead of a copy each."""
+    if int(forced.sum()) <= min(budgets):
+        return forced.expand(len(budgets), -1)
+    return torch.stack([forced_within_budget(forced, budget) for budget in budgets])
 
 
 def forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:

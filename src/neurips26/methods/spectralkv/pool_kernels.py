@@ -95,8 +95,10 @@ def pools_of_layers(
     """
     batch, heads, queries, n = logits[0].shape
     index, features, valid, forced_at = _pools_of_layers(
-        numba.typed.List([as_array(x, torch.float32).reshape(-1, queries, n) for x in logits]),
-        numba.typed.List([as_array(v, torch.float32).reshape(batch * heads, n, -1) for v in values]),
+        # tuples, not numba.typed.List: 0.5 against 25 microseconds to hand over (compiled once per
+        # layer count)
+        tuple(as_array(x, torch.float32).reshape(-1, queries, n) for x in logits),
+        tuple(as_array(v, torch.float32).reshape(batch * heads, n, -1) for v in values),
         as_array(weight, torch.float32).reshape(len(logits), batch * heads, n),
         as_array(forced),
         np.asarray(sizes, dtype=np.int64),
