@@ -8,10 +8,10 @@ and compresses the cache once, during prefill.
 
 Budget modes:
 
-* ``"entropy"`` (the paper's dynamic criterion) -- every layer's observation-window attention is
-  analysed during the prefill; when the last layer has run, the global budget is water-filled over
-  layers by concentration and all layers are compressed. The full cache of every layer exists until
-  then (like any cross-layer allocator).
+* ``"entropy"`` (the paper's dynamic criterion) -- every layer's observation-window attention is analysed
+  during the prefill; when the last layer has run, the global budget is water-filled over layers by
+  concentration and all layers are compressed. The full cache of every layer exists until then (like any
+  cross-layer allocator).
 * ``"static"`` -- a :class:`~neurips26.methods.spectralkv.ledger.BudgetProfile` calibrated offline gives
   the layer weights, so each layer is compressed right after its own attention: the full cache of all
   layers never coexists (the paper's peak-prefill-memory claim).
@@ -176,8 +176,7 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
                 ).concentration
             return
         if idx not in self._compressible or _holds_window_only(cache.layers[idx]):
-            # a sliding-window layer's cache is bounded by its window already; compressing it would break
-            # transformers' window bookkeeping (its mask counts the tokens the layer has seen)
+            # bounded by its window already; compressing it breaks transformers' window bookkeeping
             self._record(idx, n, n, [n] * keys.shape[1], floor, "sliding-window layer: kept its window")
             return
         if self.compression_ratio == 0 or n <= floor:
@@ -225,8 +224,7 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
         scores = F.avg_pool1d(scores, kernel_size=self.kernel_size, padding=self.kernel_size // 2, stride=1)
         scores = scores.view(scores.shape[0], heads_kv, group, n - w).mean(2)
         scores = F.pad(scores, (0, w), value=scores.max().item() + 1)
-        # the keys between the sinks and the window (the press compresses only longer contexts)
-        candidates = slice(min(self.n_sink, n), n - w)
+        candidates = slice(min(self.n_sink, n), n - w)  # the keys between the sinks and the window
         concentration = attention_concentration(attention, candidates, logits=logits)
         b, _, _, d = queries.shape
         grouped = queries.reshape(b, heads_kv, group * w, d)
@@ -366,7 +364,6 @@ class SpectralKVPress(BasePress, SpectralKVPressConfig):
             self._observe_only = False
 
 
-# ---------------------------------------------------------------------------------------------------------
 SUPPORTED_FAMILIES = "Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3"
 
 
@@ -403,8 +400,8 @@ def check_unpadded(attention_mask: torch.Tensor | None, n_keys: int) -> None:
 
     After compression transformers keeps masking a row's first ``p`` cache slots (its ``p`` pads in the
     uncompressed prompt), so a compressed padded row would hide kept tokens and show kept pads: the press
-    refuses instead of decoding garbage. ``attention_mask`` is what the model passes its attention
-    modules: None (no padding), a 4D boolean or additive mask, or a 2D padding mask (flash attention).
+    refuses instead of decoding garbage. ``attention_mask`` is what the model passes its attention modules:
+    None (no padding), a 4D boolean or additive mask, or a 2D padding mask (flash attention).
     """
     if attention_mask is None:
         return
@@ -429,11 +426,10 @@ def fit_masks_to_layer_lengths(attention: nn.Module) -> None:
     transformers 5.2 builds one mask per forward from one layer's cache length and positions, so after a
     prefill whose layers kept different numbers of tokens (``entropy``/``static`` budgets, or Gemma 3's
     compressed global layer next to its full local ones) a multi-token forward (the kvpress pipeline's
-    question) or eager attention fails with a shape error, or hides the wrong columns. The persistent
-    pre-hook installed here (once per module) replaces the 4D mask of a compressed layer by the exact one
-    for the unpadded batches the press compresses: every cached token visible to every new query, causal
-    among the new queries. Layers the press did not compress, and masks transformers skips (None), are
-    left alone.
+    question) or eager attention fails with a shape error, or hides the wrong columns. The persistent pre-hook
+    installed here (once per module) replaces the 4D mask of a compressed layer by the exact one for the
+    unpadded batches the press compresses: every cached token visible to every new query, causal among the new
+    queries. Layers the press did not compress, and masks transformers skips (None), are left alone.
     """
     if getattr(attention, "_spectralkv_fits_masks", False):
         return
@@ -500,10 +496,8 @@ def _window_attention(
     module: nn.Module, hidden_states: torch.Tensor, keys: torch.Tensor, window: int, kwargs: dict
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Post-RoPE window queries ``(B, H_q, w, d)``, their logits over all keys (unmasked) and their causal
-    softmax ``(B, H_q, w, n)``.
-
-    The arithmetic follows kvpress ``SnapKVPress.compute_window_attention`` so scores match it exactly.
-    """
+    softmax ``(B, H_q, w, n)``; kvpress ``SnapKVPress.compute_window_attention``'s arithmetic, so scores
+    match it exactly."""
     batch, heads_kv, n, d = keys.shape
     cos, sin = kwargs["position_embeddings"]
     queries = post_rope_queries(module, hidden_states[:, -window:], (cos[:, -window:], sin[:, -window:]))
@@ -512,8 +506,7 @@ def _window_attention(
     grouped = queries.reshape(batch, heads_kv, heads_q // heads_kv * w, d)
     logits = (grouped @ keys.transpose(2, 3)).reshape(batch, heads_q, w, n)
     logits.div_(math.sqrt(module.head_dim))  # in place: kvpress's division without a second full tensor
-    # mask the future in place on the last w columns only, and restore them: the features read the
-    # window tokens' logits too (same softmax input as kvpress's full-size additive mask)
+    # mask the future in the last w columns, restored after the softmax: the features read them too
     future = _future_mask(w, keys.device)
     window_block = logits[..., n - w :].clone()
     logits[..., n - w :].masked_fill_(future, float("-inf"))
@@ -523,17 +516,15 @@ def _window_attention(
 
 
 def _token_rows(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
-    """Rows of the flattened ``(B * H * n, d)`` cache ``tensor`` that hold the tokens ``indices``
-    ``(B, H, k)``."""
+    """Rows of the flattened ``(B*H*n, d)`` cache ``tensor`` holding the tokens ``indices`` ``(B, H, k)``."""
     batch, heads, n, _ = tensor.shape
     offsets = n * torch.arange(batch * heads, device=indices.device).view(batch, heads, 1)
     return (indices + offsets).reshape(-1)
 
 
 def _take_rows(tensor: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``(B, H, k, d)`` contiguous ``rows`` (:func:`_token_rows`) of ``tensor`` ``(B, H, n, d)``: one
-    ``index_select`` of whole rows on the flattened cache (a copy per row, 2-6x faster than ``gather``
-    with an index expanded over ``d``, which copies element by element)."""
+    """``(B, H, k, d)`` ``rows`` (:func:`_token_rows`) of ``tensor`` ``(B, H, n, d)``: one ``index_select``
+    of whole rows (2-6x faster than ``gather`` with an index expanded over ``d``, element by element)."""
     batch, heads, n, dim = tensor.shape
     return tensor.reshape(batch * heads * n, dim).index_select(0, rows).reshape(batch, heads, -1, dim)
 
@@ -560,25 +551,16 @@ def _write_layer(cache: Any, idx: int, keys: torch.Tensor, values: torch.Tensor)
     else:
         layer.keys = keys
         layer.values = values
-        if getattr(
-            layer, "is_sliding", False
-        ):  # Mistral's window (longer than the prompt) counts kept tokens
+        if getattr(layer, "is_sliding", False):  # Mistral's window (longer than the prompt): kept tokens
             layer.cumulative_length = keys.shape[2]
 
 
-# ---------------------------------------------------------------------------------------------------------
 def calibrate_budget_profile(
-    model: Any,
-    prompts: list[torch.Tensor],
-    *,
-    gamma: float = 1.0,
-    window_size: int = 32,
-    n_sink: int = 4,
+    model: Any, prompts: list[torch.Tensor], *, gamma: float = 1.0, window_size: int = 32, n_sink: int = 4
 ) -> BudgetProfile:
     """Average the per-layer concentration ``c_l ** gamma`` over calibration prompts into a profile.
 
-    Each prompt is a ``(1, n)`` id tensor with ``n > n_sink + window_size``. The weights are normalised
-    to mean 1.
+    Each prompt is a ``(1, n)`` id tensor with ``n > n_sink + window_size``; the weights have mean 1.
     """
     from transformers import DynamicCache
 
