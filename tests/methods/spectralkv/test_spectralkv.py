@@ -500,6 +500,97 @@ def test_compiled_segment_pivoting_equals_the_batched_torch_one(energy_tol):
     assert int(fast[0, 1, 40:60].sum() + fast[0, 1, 20]) <= 1
 
 
+@pytest.mark.parametrize("energy_tol", [0.0, 0.01])
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_segments_selection_equals_the_torch_one(energy_tol, seed):
+    """The whole "segments" selection compiled (repeats closed, pivoting, score fill with near-duplicates
+    demoted, ordering) keeps the torch path's positions: repeats, score ties, padding, forced tokens."""
+    from neurips26.methods.spectralkv.core import select_from_candidates
+    from neurips26.methods.spectralkv.features import Candidates
+
+    g = torch.Generator().manual_seed(seed)
+    size = 60 + 40 * seed
+    features = torch.randn(3, 2, size, 24, generator=g)
+    source, target = torch.randint(0, size, (2, size // 3), generator=g)
+    features[..., target, :] = features[..., source, :] * (1 + 0.01 * torch.rand(size // 3, 1, generator=g))
+    scores = torch.rand(3, 2, size, generator=g)
+    scores[..., :5] = scores[..., 5:10]  # ties in the fill
+    valid = torch.rand(3, 2, size, generator=g) < 0.95  # padding of stacked pools
+    forced = forced_token_mask(size, 3, 8).expand(3, 2, size) & valid
+    budget = torch.randint(12, size // 2 + 13, (3, 2), generator=g)
+    index = 3 * torch.arange(size).expand(3, 2, size).contiguous()
+    candidates = Candidates(index, features, scores, forced, valid, budget)
+    options = {"strategy": "segments", "energy_tol": energy_tol, "segment_budget": 16}
+    fast = select_from_candidates(candidates, **options)
+    assert torch.equal(fast, select_from_candidates(candidates, **options, compiled=False))
+
+
+@pytest.mark.parametrize("n_queries", [6, 12])  # the logits as key part, and k S with more queries than dims
+def test_candidates_of_all_layers_in_one_call_equal_the_stacked_layers(n_queries):
+    from neurips26.methods.spectralkv.features import (
+        metric_candidates,
+        metric_candidates_of_layers,
+        stack_candidates,
+    )
+
+    g = torch.Generator().manual_seed(16)
+    layers = 3
+    keys = [torch.randn(2, 2, 40, 8, generator=g) for _ in range(layers)]
+    values = [torch.randn(2, 2, 40, 8, generator=g) for _ in range(layers)]
+    queries = [torch.randn(2, 2, n_queries, 8, generator=g) for _ in range(layers)]
+    logits = [
+        (q @ k.transpose(-1, -2) / math.sqrt(8)).reshape(2, 4, n_queries // 2, 40)
+        for q, k in zip(queries, keys, strict=True)
+    ]
+    scores, weights = torch.rand(layers, 2, 2, 40, generator=g), torch.rand(layers, 2, 2, 40, generator=g)
+    budgets, forced = [12, 30, 6], forced_token_mask(40, 2, 4)
+    options = {"pool_factor": 1.25, "value_weight": 0.7, "score_power": 1.0}
+    together = metric_candidates_of_layers(
+        keys,
+        values,
+        queries,
+        scores,
+        budgets,
+        forced,
+        feature_scores=weights,
+        window_logits=logits,
+        **options,
+    )
+    expected = stack_candidates(
+        [
+            metric_candidates(
+                keys[k],
+                values[k],
+                queries[k],
+                scores[k],
+                budgets[k],
+                forced,
+                feature_scores=weights[k],
+                window_logits=logits[k],
+                **options,
+            )
+            for k in range(layers)
+        ]
+    )
+    for name in ("index", "features", "scores", "forced", "valid", "budget"):
+        assert torch.equal(getattr(together, name), getattr(expected, name)), name
+
+
+@pytest.mark.parametrize("scale", [1.0, 4.0, 12.0])
+def test_compiled_concentration_equals_the_torch_one(scale):
+    g = torch.Generator().manual_seed(17)
+    logits = scale * torch.randn(2, 4, 8, 300, generator=g)
+    future = torch.ones(8, 300, dtype=torch.bool).triu(300 - 8 + 1)
+    attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+    logits[0, 1, 3, 0] = -300.0  # token 0 underflows in one row: log Z from the row's largest entry
+    attention[0, 1, 3] = torch.softmax(logits[0, 1, 3].masked_fill(future[3], float("-inf")), dim=-1)
+    candidates = forced_token_mask(300, 2, 8).logical_not()
+    fast = attention_concentration(attention, candidates, logits=logits)
+    assert fast == pytest.approx(
+        attention_concentration(attention, candidates, logits=logits, compiled=False), abs=1e-6
+    )
+
+
 @pytest.mark.parametrize("strategy", RANK_STRATEGIES)
 def test_half_precision_features_are_selected_like_float32_ones(strategy):
     g = torch.Generator().manual_seed(21)

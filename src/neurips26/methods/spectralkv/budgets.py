@@ -13,11 +13,17 @@ import math
 import numpy as np
 import torch
 
+from neurips26.methods.spectralkv.features import cpu_kernels
+
 __all__ = ["allocate_layer_budgets", "attention_concentration"]
 
 
 def attention_concentration(
-    window_attention: torch.Tensor, candidate_mask: torch.Tensor, *, logits: torch.Tensor | None = None
+    window_attention: torch.Tensor,
+    candidate_mask: torch.Tensor | slice,
+    *,
+    logits: torch.Tensor | None = None,
+    compiled: bool = True,
 ) -> float:
     """Concentration ``c = 1 - mean_rows H(row) / log(m)`` of observation-window attention.
 
@@ -27,27 +33,41 @@ def attention_concentration(
         ``(B, H_q, w, n)`` softmax rows of the last ``w`` queries over all ``n`` keys.
     candidate_mask:
         ``(n,)`` bool, the keys a budget decision is about (not sinks, not the window). Rows are
-        renormalised over them, so a layer that parks its mass on the sink is judged by the rest.
+        renormalised over them, so a layer that parks its mass on the sink is judged by the rest. A
+        ``slice(lo, hi)`` names the contiguous range ``[lo, hi)`` directly (the press's case: no mask to
+        search, layer after layer).
     logits:
         optional ``(B, H_q, w, n)`` pre-softmax logits of ``window_attention`` (any value where it is
         masked): the entropy then needs no logarithm per entry, ``log a = z - log Z``.
+    compiled:
+        on CPU with ``logits`` and one contiguous range of candidates, sum each row in one compiled pass
+        (:func:`kernels.mean_row_entropy`, float64 sums: equal to the torch path up to float32 rounding).
 
     Returns
     -------
     float in ``[0, 1]``: 1 when each row puts all its mass on one candidate key, 0 when uniform.
     """
-    m = int(candidate_mask.sum())
+    if isinstance(candidate_mask, slice):
+        lo, hi = candidate_mask.start, candidate_mask.stop
+        m = max(hi - lo, 0)
+    else:
+        m = int(candidate_mask.sum())
+        where = torch.nonzero(candidate_mask).squeeze(-1)
+        lo, hi = (int(where[0]), int(where[-1]) + 1) if m else (0, 0)
     if m <= 1:
         return 0.0
+    kernels = (
+        cpu_kernels(window_attention.device) if compiled and logits is not None and hi - lo == m else None
+    )
+    if kernels is not None:  # one compiled pass instead of a dozen full-size tensor operations
+        entropy = kernels.mean_row_entropy(window_attention, logits, lo, hi)
+        return min(max(1.0 - entropy / math.log(m), 0.0), 1.0)
     attention = window_attention.float()
-    mask = candidate_mask.to(attention.device)
-    where = torch.nonzero(mask).squeeze(-1)
-    lo, hi = int(where[0]), int(where[-1]) + 1
     if hi - lo == m:  # the usual case (sinks, candidates, window): a view instead of a masked copy
         rows = attention[..., lo:hi]
         z = None if logits is None else logits.float()[..., lo:hi]
     else:
-        rows = attention * mask.float()
+        rows = attention * candidate_mask.to(attention.device).float()
         z = None if logits is None else logits.float()
     mass = rows.sum(-1).clamp_min(1e-30)
     # H(a / S) = log S - sum(a log a) / S, without renormalising the rows; log a = z - log Z when the

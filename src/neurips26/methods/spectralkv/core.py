@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from neurips26.methods.spectralkv.config import RANK_STRATEGIES
-from neurips26.methods.spectralkv.duplicates import DuplicatePairs, rank_of
+from neurips26.methods.spectralkv.duplicates import DuplicatePairs, rank_of, sweep_settings
 from neurips26.methods.spectralkv.features import (
     Candidates,
     coreset_candidates,
@@ -266,16 +266,21 @@ def select_from_candidates(
     block_size: int = 1,
     energy_tol: float = 0.0,
     segment_budget: int = 64,
+    compiled: bool = True,
 ) -> torch.Tensor:
     """Residual pivoting over each row's pool, then the rank fallback (see :func:`select_coreset`).
 
     Returns ``(B, H, max budget)`` sorted token positions; a row with a smaller budget is padded with -1.
+    On CPU (``compiled``) the ``"segments"`` strategy runs whole in
+    :func:`compiled_selection.select_segments`, with the same result.
     """
     if strategy not in RANK_STRATEGIES:
         raise ValueError(f"strategy must be one of {RANK_STRATEGIES}, got {strategy!r}")
     c = candidates
-    kept = c.forced & c.valid
     unit = c.features / c.features.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    if strategy == "segments" and compiled and cpu_kernels(c.features.device) is not None:
+        return _compiled_segments(c, unit, duplicate_cosine, segment_budget, energy_tol)
+    kept = c.forced & c.valid
     duplicates = DuplicatePairs.find(unit, c.valid, duplicate_cosine)
     options = {"block_size": block_size, "energy_tol": energy_tol}
     if strategy == "segments":
@@ -294,6 +299,33 @@ def select_from_candidates(
         torch.where(real, positions, n_max + torch.arange(width, device=positions.device)).sort(-1).values
     )
     return ordered.masked_fill(~real, -1)
+
+
+def _compiled_segments(
+    c: Candidates, unit: torch.Tensor, duplicate_cosine: float, segment_budget: int, energy_tol: float
+) -> torch.Tensor:
+    """The ``"segments"`` branch of :func:`select_from_candidates` in one compiled call (CPU)."""
+    from neurips26.methods.spectralkv.compiled_selection import select_segments
+
+    if segment_budget < 1:
+        raise ValueError(f"segment_budget must be >= 1, got {segment_budget}")
+    radius, directions = sweep_settings(duplicate_cosine, c.features.shape[-1])
+    return select_segments(
+        c.features,
+        unit,
+        c.features.pow(2).sum(-1),  # _has_better_duplicate's priority, in the features' own dtype
+        c.scores,
+        c.forced,
+        c.valid,
+        c.budget,
+        c.index,
+        threshold=duplicate_cosine,
+        radius=radius,
+        directions=directions,
+        segment_budget=segment_budget,
+        rank_tol=_RANK_TOL,
+        energy_tol=energy_tol,
+    )
 
 
 def _pivoting_rounds(

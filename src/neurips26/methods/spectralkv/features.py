@@ -10,6 +10,7 @@ Shapes: ``B`` batch, ``H`` KV heads, ``n`` tokens, ``d`` head dim, ``D = 2 d`` f
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,9 @@ __all__ = [
     "forced_token_mask",
     "forced_within_budget",
     "metric_candidates",
+    "metric_candidates_of_layers",
     "metric_features",
+    "metric_root",
     "stack_candidates",
 ]
 
@@ -89,21 +92,29 @@ class _KeyPart:
             return
         if q.shape[-2] <= d:
             self._full = keys.float() @ q.transpose(-1, -2) / math.sqrt(q.shape[-2])
-        else:  # more queries than dims: M^1/2 itself keeps the key part in d dims
-            metric = q.transpose(-1, -2) @ q / q.shape[-2]  # (B, H, d, d)
-            eigval, eigvec = torch.linalg.eigh(metric)
-            root = eigvec @ torch.diag_embed(eigval.clamp_min(0.0).sqrt()) @ eigvec.transpose(-1, -2)
-            self._full = keys.float() @ root
+        else:  # more queries than dims: a square root of M keeps the key part in d dims
+            self._full = keys.float() @ metric_root(q)
         self.energy = self._full.pow(2).sum(-1)
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """``(B, H, P, dims)`` key-part rows of the tokens ``index`` ``(B, H, P)``."""
         if self._logits is None:
-            return self._full.gather(-2, index.unsqueeze(-1).expand(*index.shape, self._full.shape[-1]))
+            return _take_tokens(self._full, index)
         picked = self._logits.gather(
             -1, index.unsqueeze(-2).expand(*self._logits.shape[:-1], index.shape[-1])
         )
         return picked.transpose(-1, -2) * self._scale
+
+
+def metric_root(window_queries: torch.Tensor) -> torch.Tensor:
+    """``(B, H, d, d)`` ``S`` with ``S S^T = M = Q^T Q / |Q|``, so ``k S`` has the Gram matrix of ``M^1/2 k``.
+
+    From the QR factorisation ``Q = U R``: ``M = R^T R / |Q|``, so ``S = R^T / sqrt(|Q|)`` -- ``M^1/2`` up to
+    a rotation (pivoting and cosines see only the Gram matrix), without an eigendecomposition (3x
+    faster on a 128 x 64 window) and defined for a rank-deficient ``Q`` too.
+    """
+    q = window_queries.float()
+    return torch.linalg.qr(q, mode="r")[1].transpose(-1, -2) / math.sqrt(q.shape[-2])
 
 
 def _score_weight(scores: torch.Tensor | None, score_power: float) -> torch.Tensor | None:
@@ -121,6 +132,11 @@ def _value_scale(key_part: _KeyPart, value_energy: torch.Tensor, value_weight: f
     return (value_weight * energy_k / energy_v)[..., None, None]
 
 
+def _take_tokens(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index`` ``(B, H, P)`` of ``tensor`` ``(B, H, n, d)``: ``(B, H, P, d)``."""
+    return tensor.gather(-2, index.unsqueeze(-1).expand(*index.shape, tensor.shape[-1]))
+
+
 def _assemble_features(
     key_part: _KeyPart,
     values: torch.Tensor,
@@ -129,7 +145,7 @@ def _assemble_features(
     weight: torch.Tensor | None,
 ) -> torch.Tensor:
     """Features ``(B, H, P, dims + d)`` of the tokens ``index`` ``(B, H, P)``."""
-    v = values.float().gather(-2, index.unsqueeze(-1).expand(*index.shape, values.shape[-1]))
+    v = _take_tokens(values.float(), index)
     features = torch.cat([key_part.rows(index), value_scale * v], dim=-1)
     if weight is not None:
         features = features * weight.gather(-1, index).unsqueeze(-1)
@@ -209,15 +225,18 @@ def metric_candidates(
     (``w_i^2 (||M^1/2 k_i||^2 + lambda^2 ||v_i||^2)``), so only the ``P`` pool rows are assembled: with
     the window logits given the key part costs no matmul at all. ``feature_scores`` weight the features
     (``metric_features``'s ``scores``), ``scores`` rank the hybrid fill (``coreset_candidates``'s). On
-    CPU with the logits as key part (``compiled``) the pool is built by :func:`kernels.pool_from_logits`.
+    CPU with the logits (``compiled``) the pool is built by :func:`pool_kernels.pool_from_logits`.
     """
     batch, heads, n, _ = keys.shape
     _check_budget(budget, n)
     forced = forced_within_budget(forced, budget)
     weight = _score_weight(feature_scores, score_power)
     queries_per_head, d = window_queries.shape[-2:]
-    kernels = cpu_kernels(keys.device) if compiled and window_logits is not None else None
-    if kernels is not None and queries_per_head <= d:
+    kernels = cpu_kernels(keys.device, "pool_kernels") if compiled and window_logits is not None else None
+    if kernels is not None:
+        # more queries than dims: the logits still give every token's energy, but the pool's key part
+        # is k S in d dims (metric_root), not the logits' |Q| ones (pivoting costs grow with the dims)
+        logit_features = queries_per_head <= d
         index, features = kernels.pool_from_logits(
             window_logits.reshape(batch, heads, queries_per_head, n),
             values,
@@ -226,7 +245,13 @@ def metric_candidates(
             _pool_size(budget, n, pool_factor),
             math.sqrt(d / queries_per_head),
             value_weight,
+            logit_features=logit_features,
         )
+        if not logit_features:
+            key_part = _take_tokens(keys.float(), index) @ metric_root(window_queries)
+            if weight is not None:
+                key_part = key_part * weight.gather(-1, index).unsqueeze(-1)
+            features = torch.cat([key_part, features], dim=-1)
     else:
         key_part = _KeyPart(keys, window_queries, window_logits)
         value_energy = values.float().pow(2).sum(-1)
@@ -243,6 +268,84 @@ def metric_candidates(
         forced=forced[index],
         valid=torch.ones_like(index, dtype=torch.bool),
         budget=torch.full((batch, heads), budget, dtype=torch.long, device=keys.device),
+    )
+
+
+def metric_candidates_of_layers(
+    keys: list[torch.Tensor],
+    values: list[torch.Tensor],
+    window_queries: list[torch.Tensor],
+    scores: torch.Tensor,
+    budgets: list[int],
+    forced: torch.Tensor,
+    *,
+    pool_factor: float | None = None,
+    value_weight: float = 1.0,
+    feature_scores: torch.Tensor | None = None,
+    score_power: float = 1.0,
+    window_logits: list[torch.Tensor] | None = None,
+    compiled: bool = True,
+) -> Candidates:
+    """``stack_candidates([metric_candidates(...) for every layer])``, every layer's pool in one call.
+
+    ``keys``, ``values``, ``window_queries`` and ``window_logits`` are per-layer lists as
+    :func:`metric_candidates` takes them, ``scores`` and ``feature_scores`` the layers' stacked
+    ``(L, B, H, n)``, ``budgets`` one per layer. On CPU with the logits (``compiled``) a single
+    :func:`pool_kernels.pools_of_layers` call replaces a call per layer with its two dozen tensor
+    conversions and the stacking (same candidates, tested); otherwise the layers go one by one.
+    """
+    kernels = cpu_kernels(keys[0].device, "pool_kernels") if compiled and window_logits is not None else None
+    if kernels is None:
+        return stack_candidates(
+            [
+                metric_candidates(
+                    keys[layer],
+                    values[layer],
+                    window_queries[layer],
+                    scores[layer],
+                    budget,
+                    forced,
+                    pool_factor=pool_factor,
+                    value_weight=value_weight,
+                    feature_scores=None if feature_scores is None else feature_scores[layer],
+                    score_power=score_power,
+                    window_logits=None if window_logits is None else window_logits[layer],
+                    compiled=compiled,
+                )
+                for layer, budget in enumerate(budgets)
+            ]
+        )
+    batch, heads, n, _ = keys[0].shape
+    for budget in budgets:
+        _check_budget(budget, n)
+    weight = _score_weight(feature_scores, score_power)
+    queries_per_head, d = window_queries[0].shape[-2:]
+    logit_features = queries_per_head <= d  # else the key part is k S (see metric_candidates)
+    index, features, valid, forced_at = kernels.pools_of_layers(
+        [logits.reshape(batch, heads, queries_per_head, n) for logits in window_logits],
+        values,
+        torch.ones(scores.shape) if weight is None else weight,
+        _forced_of_layers(forced, budgets),
+        [_pool_size(budget, n, pool_factor) for budget in budgets],
+        math.sqrt(d / queries_per_head),
+        value_weight,
+        logit_features=logit_features,
+    )
+    if not logit_features:
+        parts = []
+        for layer, layer_index in enumerate(index.split(batch)):
+            key_part = _take_tokens(keys[layer].float(), layer_index) @ metric_root(window_queries[layer])
+            if weight is not None:
+                key_part = key_part * weight[layer].gather(-1, layer_index).unsqueeze(-1)
+            parts.append(key_part)
+        features = torch.cat([torch.cat(parts) * valid.unsqueeze(-1), features], dim=-1)  # padding: 0
+    return Candidates(
+        index=index,
+        features=features,
+        scores=scores.flatten(0, 1).gather(-1, index).masked_fill(~valid, 0.0),
+        forced=forced_at,
+        valid=valid,
+        budget=torch.tensor(budgets, device=index.device).repeat_interleave(batch)[:, None].expand(-1, heads),
     )
 
 
@@ -285,16 +388,23 @@ def stack_candidates(parts: list[Candidates]) -> Candidates:
     )
 
 
-def cpu_kernels(device: torch.device) -> Any:
-    """The compiled kernels module for CPU tensors, or ``None`` (another device, or numba not installed:
-    the batched torch path computes the same result)."""
+def cpu_kernels(device: torch.device, module: str = "kernels") -> Any:
+    """The compiled kernels ``module`` (``kernels`` or ``pool_kernels``) for CPU tensors, or ``None``
+    (another device, or numba not installed: the batched torch path computes the same result)."""
     if device.type != "cpu":
         return None
     try:
-        from neurips26.methods.spectralkv import kernels
+        return importlib.import_module(f"neurips26.methods.spectralkv.{module}")
     except ImportError:
         return None
-    return kernels
+
+
+def _forced_of_layers(forced: torch.Tensor, budgets: list[int]) -> torch.Tensor:
+    """``(L, n)``: :func:`forced_within_budget` per layer budget; one shared row when every budget holds
+    all forced tokens (the usual case: a budget is at least sinks + window), instead of a copy each."""
+    if int(forced.sum()) <= min(budgets):
+        return forced.expand(len(budgets), -1)
+    return torch.stack([forced_within_budget(forced, budget) for budget in budgets])
 
 
 def forced_within_budget(forced: torch.Tensor, budget: int) -> torch.Tensor:

@@ -1,13 +1,14 @@
 """Compiled (numba) CPU kernels for the sequential parts of SpectralKV's selection.
 
-Greedy pivoting is one pick after another, the near-duplicate search walks a sorted order, and the
-candidate pool is a top-k plus a gather per (batch, head) row: in torch they are many small batched
-operations per step, so on CPU their cost is Python dispatch, not arithmetic (README, "Speed and
-memory"). These kernels run the same algorithms as the ``"segments"`` strategy's torch path
-(:func:`core.pivoted_selection` exact, ``block_size=1``), :meth:`core.DuplicatePairs.find` and
-:func:`core.metric_candidates` row by row in compiled code, with the same results (tests compare them);
-the torch versions remain the reference and the path for other devices. The first call compiles them
-(tens of seconds); ``cache=True`` keeps the machine code for later processes.
+Greedy pivoting is one pick after another and the near-duplicate search walks a sorted order: in torch
+they are many small batched operations per step, so on CPU their cost is Python dispatch, not
+arithmetic (README, "Speed and memory"). These kernels run the same algorithms as the ``"segments"``
+strategy's torch path (:func:`core.pivoted_selection` exact, ``block_size=1``) and
+:meth:`core.DuplicatePairs.find` row by row in compiled code, with the same results (tests compare
+them), and the layer concentration in one pass; the torch versions remain the reference and the path
+for other devices. The candidate pool's kernels are in :mod:`pool_kernels`, the whole segments
+selection in :mod:`compiled_selection`. The first call compiles them (tens of seconds); ``cache=True``
+keeps the machine code for later processes.
 
 The kernels call no BLAS: their matrix products are small (tens to hundreds of rows), and numba's ``@``
 goes to scipy's OpenBLAS, whose thread pool splits products above ~2.6e5 multiply-adds over all cores.
@@ -22,86 +23,62 @@ import numba
 import numpy as np
 import torch
 
-__all__ = ["duplicate_pairs", "pivot_segments", "pool_from_logits"]
+__all__ = ["as_array", "duplicate_pairs", "mean_row_entropy", "pivot_segments"]
 
 # Sums may be reassociated (and so vectorised): strict left-to-right order makes every running sum wait
 # for the previous addition. No other fast-math liberty: infinities and NaNs keep their meaning.
 _REDUCE = {"reassoc", "contract"}
 
 
-def pool_from_logits(
-    logits: torch.Tensor,
-    values: torch.Tensor,
-    weight: torch.Tensor | None,
-    forced: torch.Tensor,
-    size: int,
-    key_scale: float,
-    value_weight: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The candidate pool of :func:`core.metric_candidates` when the key part is the window logits (CPU).
+def as_array(tensor: torch.Tensor, dtype: torch.dtype | None = None) -> np.ndarray:
+    """A C-contiguous numpy view of a CPU ``tensor`` (a copy only where the dtype or the layout must
+    change). Every tensor method call costs microseconds of dispatch even when it changes nothing (a
+    ``.detach().float().cpu().numpy()`` chain is six), and one selection converts dozens of tensors, so
+    only the calls that do something are made."""
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if dtype is not None and tensor.dtype != dtype:
+        tensor = tensor.to(dtype)
+    return np.ascontiguousarray(tensor.numpy())
 
-    ``logits`` ``(B, H, Q, n)`` per KV head, ``values`` ``(B, H, n, dv)``, ``weight`` ``(B, H, n)``
-    feature weights (or ``None``), ``forced`` ``(n,)`` bool. Per row: token energies
-    ``w^2 (key_scale^2 ||z_j||^2 + lambda^2 ||v_j||^2)`` with ``lambda`` balancing the parts, the forced
-    tokens plus the ``size`` most energetic ones in context order, and their features
-    ``w [key_scale z_j ; lambda v_j]``. Returns ``(B, H, size)`` positions and ``(B, H, size, Q + dv)``
-    float32 features, in one pass instead of two dozen full-size tensor operations.
+
+def mean_row_entropy(attention: torch.Tensor, logits: torch.Tensor, lo: int, hi: int) -> float:
+    """Mean entropy of the rows of ``attention`` ``(..., n)`` renormalised over the keys ``[lo, hi)`` (CPU).
+
+    ``logits`` are the rows' pre-softmax logits, so ``log a_j = z_j - log Z`` and the entropy
+    ``log S - sum_j a_j log a_j / S`` (``S = sum_j a_j``) needs no logarithm per entry:
+    ``log S - sum_j a_j z_j / S + log Z``, with ``log Z = z_0 - log a_0`` (token 0 is visible to every
+    causal query; a row where ``a_0`` underflows uses its largest entry). One pass over each row, sums
+    in float64, instead of the dozen full-size tensor operations of
+    :func:`budgets.attention_concentration`'s torch path.
     """
-    batch, heads, queries, n = logits.shape
-    flat = (batch * heads, n)
-    weight = torch.ones(flat) if weight is None else weight.detach().float().cpu().reshape(flat)
-    index, features = _pool_from_logits(
-        np.ascontiguousarray(logits.detach().float().cpu().numpy().reshape(-1, queries, n)),
-        np.ascontiguousarray(values.detach().float().cpu().numpy().reshape(-1, n, values.shape[-1])),
-        weight.contiguous().numpy(),
-        forced.cpu().numpy(),
-        int(size),
-        float(key_scale),
-        float(value_weight),
-    )
-    shape = (batch, heads, int(size))
-    return (
-        torch.from_numpy(index).reshape(shape).to(logits.device),
-        torch.from_numpy(features).reshape(*shape, -1).to(logits.device),
+    n = attention.shape[-1]
+    return float(
+        _mean_row_entropy(
+            as_array(attention, torch.float32).reshape(-1, n),
+            as_array(logits, torch.float32).reshape(-1, n),
+            int(lo),
+            int(hi),
+        )
     )
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
-def _pool_from_logits(logits, values, weight, forced, size, key_scale, value_weight):  # pragma: no cover
-    rows, queries, n = logits.shape
-    dv = values.shape[2]
-    index = np.empty((rows, size), dtype=np.int64)
-    features = np.empty((rows, size, queries + dv), dtype=np.float32)
-    for r in range(rows):
-        key_energy = np.zeros(n)
-        for q in range(queries):
-            for j in range(n):
-                key_energy[j] += np.float64(logits[r, q, j]) ** 2
-        key_energy *= key_scale * key_scale
-        value_energy = np.zeros(n)
-        for j in range(n):
-            for c in range(dv):
-                value_energy[j] += np.float64(values[r, j, c]) ** 2
-        lam = value_weight * np.sqrt(key_energy.sum()) / max(np.sqrt(value_energy.sum()), 1e-12)
-        if size == n:
-            chosen = np.arange(n)
-        else:
-            energy = (key_energy + lam * lam * value_energy) * weight[r].astype(np.float64) ** 2
-            for j in range(n):
-                if forced[j]:
-                    energy[j] = np.inf
-            chosen = _largest(energy, size)
-        index[r] = chosen
-        for q in range(queries):  # row by row of the logits: increasing addresses, not one column each
-            z = logits[r, q]
-            for p in range(size):
-                features[r, p, q] = z[chosen[p]] * key_scale * weight[r, chosen[p]]
-        for p in range(size):
-            j = chosen[p]
-            scale = lam * weight[r, j]
-            for c in range(dv):
-                features[r, p, queries + c] = values[r, j, c] * scale
-    return index, features
+def _mean_row_entropy(attention, logits, lo, hi):  # pragma: no cover
+    total = 0.0
+    for r in range(attention.shape[0]):
+        # slices indexed from 0: a loop over range(lo, hi) is not vectorised (numba cannot prove the
+        # index non-negative, so every access keeps its negative-index wraparound branch; 5x slower)
+        a, z = attention[r, lo:hi], logits[r, lo:hi]
+        mass = dot = 0.0
+        for j in range(a.shape[0]):
+            mass += a[j]
+            dot += a[j] * np.float64(z[j])
+        top = 0 if attention[r, 0] >= 1e-30 else np.argmax(attention[r])
+        log_normaliser = logits[r, top] - np.log(np.float64(attention[r, top]))
+        mass = max(mass, 1e-30)
+        total += np.log(mass) - dot / mass + log_normaliser
+    return total / attention.shape[0]
 
 
 def pivot_segments(
@@ -128,16 +105,16 @@ def pivot_segments(
     if features.dtype not in (torch.float32, torch.float64):  # half precisions: numpy has no bfloat16
         features = features.float()
     _pivot_segments(
-        np.ascontiguousarray(features.detach().cpu().numpy()),
-        kept.cpu().numpy(),
-        open_.cpu().numpy(),
-        need.cpu().numpy().astype(np.int64),
+        as_array(features),
+        as_array(kept),
+        as_array(open_),
+        as_array(need, torch.int64),
         int(segment_budget),
         float(rank_tol),
         float(energy_tol),
         picked,
     )
-    return torch.from_numpy(picked).to(open_.device)
+    return torch.from_numpy(picked)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -165,25 +142,32 @@ def _largest(values, size):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _pivot_segments(phi, kept, open_, need, segment_budget, rank_tol, energy_tol, picked):  # pragma: no cover
     for r in range(phi.shape[0]):
-        members = np.nonzero(open_[r])[0]
-        if need[r] <= 0 or len(members) == 0:
-            continue
-        x = phi[r].astype(np.float64)
-        scale = 0.0
-        for i in range(x.shape[0]):
-            scale = max(scale, np.dot(x[i], x[i]))
-        covered = _span_of(x[np.nonzero(kept[r])[0]], rank_tol)
-        count = min((need[r] + segment_budget - 1) // segment_budget, len(members))
-        for t in range(count):
-            share = need[r] * (t + 1) // count - need[r] * t // count
-            segment = members[t::count]
-            rows = x[segment]
-            if covered.shape[0]:
-                _subtract_projection(rows, covered)
-            chosen = _greedy(rows, share, rank_tol * scale, energy_tol)
-            for i in range(len(segment)):
-                if chosen[i]:
-                    picked[r, segment[i]] = True
+        _pivot_row_segments(
+            phi[r], kept[r], open_[r], need[r], segment_budget, rank_tol, energy_tol, picked[r]
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def _pivot_row_segments(
+    phi, kept, open_, need, segment_budget, rank_tol, energy_tol, picked
+):  # pragma: no cover
+    """One row of :func:`pivot_segments`: ``phi`` ``(P, D)``, the rest ``(P,)``; sets ``picked``."""
+    members = np.nonzero(open_)[0]
+    if need <= 0 or len(members) == 0:
+        return
+    x = phi.astype(np.float64)
+    scale = 0.0
+    for i in range(x.shape[0]):
+        scale = max(scale, np.dot(x[i], x[i]))
+    covered = _span_of(x[np.nonzero(kept)[0]], rank_tol)
+    count = min((need + segment_budget - 1) // segment_budget, len(members))
+    for t in range(count):
+        share = need * (t + 1) // count - need * t // count
+        segment = members[t::count]
+        chosen = _greedy(x[segment], covered, share, rank_tol * scale, energy_tol)
+        for i in range(len(segment)):
+            if chosen[i]:
+                picked[segment[i]] = True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -217,14 +201,61 @@ def _orthogonalised(v, basis):  # pragma: no cover
 @numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
 def _times_transposed(a, b):  # pragma: no cover
     """``a @ b.T`` ``(m, n)`` in ``a``'s dtype, accumulated in float64, without BLAS (module docstring)."""
+    return _products(a, b, False)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _gram(a):  # pragma: no cover
+    """``a @ a.T``: the upper half computed, the lower half mirrored (the same numbers, half the work)."""
+    return _products(a, a, True)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _products(a, b, symmetric):  # pragma: no cover
+    """The dot products of :func:`_times_transposed` (``symmetric``: ``b`` is ``a``, entries with ``j >= i``
+    computed and mirrored). A 4 x 2 block of entries shares each pass over the depth: the six rows'
+    loads feed eight multiply-adds (one row at a time, a load fed one: this is ~3x faster); every entry
+    is still summed on its own."""
     m, n, depth = a.shape[0], b.shape[0], a.shape[1]
     out = np.empty((m, n), dtype=a.dtype)
-    for i in range(m):
-        for j in range(n):
+    i = 0
+    while i + 4 <= m:
+        j = i if symmetric else 0
+        while j + 2 <= n:
+            t0 = t1 = t2 = t3 = u0 = u1 = u2 = u3 = 0.0
+            for c in range(depth):
+                v, w = b[j, c], b[j + 1, c]
+                t0 += a[i, c] * v
+                t1 += a[i + 1, c] * v
+                t2 += a[i + 2, c] * v
+                t3 += a[i + 3, c] * v
+                u0 += a[i, c] * w
+                u1 += a[i + 1, c] * w
+                u2 += a[i + 2, c] * w
+                u3 += a[i + 3, c] * w
+            out[i, j], out[i + 1, j], out[i + 2, j], out[i + 3, j] = t0, t1, t2, t3
+            out[i, j + 1], out[i + 1, j + 1], out[i + 2, j + 1], out[i + 3, j + 1] = u0, u1, u2, u3
+            j += 2
+        if j < n:  # an odd last column
+            t0 = t1 = t2 = t3 = 0.0
+            for c in range(depth):
+                v = b[j, c]
+                t0 += a[i, c] * v
+                t1 += a[i + 1, c] * v
+                t2 += a[i + 2, c] * v
+                t3 += a[i + 3, c] * v
+            out[i, j], out[i + 1, j], out[i + 2, j], out[i + 3, j] = t0, t1, t2, t3
+        i += 4
+    for row in range(i, m):  # the last m mod 4 rows
+        for j in range(row if symmetric else 0, n):
             total = 0.0
             for c in range(depth):
-                total += a[i, c] * b[j, c]
-            out[i, j] = total
+                total += a[row, c] * b[j, c]
+            out[row, j] = total
+    if symmetric:
+        for row in range(m):
+            for j in range(row):
+                out[row, j] = out[j, row]
     return out
 
 
@@ -233,22 +264,51 @@ def _subtract_projection(rows, basis):  # pragma: no cover
     """``rows -= (rows @ basis.T) @ basis`` in place, without BLAS (module docstring)."""
     coefficients = _times_transposed(rows, basis)
     for i in range(rows.shape[0]):
-        for b in range(basis.shape[0]):
-            weight = coefficients[i, b]
-            for c in range(rows.shape[1]):
-                rows[i, c] -= weight * basis[b, c]
+        _subtract_combination(rows[i], coefficients[i], basis, basis.shape[0])
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _subtract_combination(target, weights, rows, count):  # pragma: no cover
+    """``target -= weights[b] * rows[b]`` for ``b < count``, one ``b`` after another as a plain loop would
+    (the same numbers), but four ``b`` per load and store of ``target``."""
+    b = 0
+    while b + 4 <= count:
+        w0, w1, w2, w3 = weights[b], weights[b + 1], weights[b + 2], weights[b + 3]
+        r0, r1, r2, r3 = rows[b], rows[b + 1], rows[b + 2], rows[b + 3]
+        for c in range(target.shape[0]):
+            target[c] = (((target[c] - w0 * r0[c]) - w1 * r1[c]) - w2 * r2[c]) - w3 * r3[c]
+        b += 4
+    for last in range(b, count):
+        weight, row = weights[last], rows[last]
+        for c in range(target.shape[0]):
+            target[c] -= weight * row[c]
 
 
 @numba.njit(cache=True, nogil=True)
-def _greedy(x, k, floor, energy_tol):  # pragma: no cover
-    """Businger-Golub pivoting on the rows of ``x`` (m, D): ``k`` picks at most, norm downdates.
+def _greedy(x, covered, k, floor, energy_tol):  # pragma: no cover
+    """Businger-Golub pivoting on the residuals of the rows of ``x`` (m, D) orthogonal to the orthonormal
+    rows ``covered``: ``k`` picks at most, norm downdates (``x`` is overwritten).
 
-    Two equivalent factorizations: pivoted Cholesky of the Gram matrix when the segment is small next
-    to its picks (one BLAS ``x x^T``, then ``O(m k^2)`` updates), Gram-Schmidt on the rows otherwise
-    (``O(m k D)`` without the ``O(m^2 D)`` Gram). The crossover was measured at m between 4k and 8k."""
+    Two equivalent factorizations: pivoted Cholesky of the residuals' Gram matrix when the segment is
+    small next to its picks (``O(m^2 D)`` for the Gram, then ``O(m k^2)`` updates), Gram-Schmidt on the
+    rows otherwise (``O(m k D)`` without the Gram). The crossover was measured at m between 4k and 8k."""
     if x.shape[0] <= 6 * k:
-        return _greedy_gram(x, k, floor, energy_tol)
+        return _greedy_gram(_residual_gram(x, covered), min(k, x.shape[1]), floor, energy_tol)
+    if covered.shape[0]:
+        _subtract_projection(x, covered)
     return _greedy_rows(x, k, floor, energy_tol)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _residual_gram(x, covered):  # pragma: no cover
+    """``R R^T`` for the residuals ``R = x - (x B^T) B`` off the orthonormal rows ``B = covered``, as
+    ``x x^T - C C^T`` with ``C = x B^T`` (``m x r``): ``R`` itself is never formed, which saves ``m r D``
+    multiply-adds (a third of the segment's work; the sum differs from the residuals' own Gram by
+    rounding only, ~1e-16 of ``||x||^2``, far below the rank floor ``1e-6`` of it)."""
+    gram = _gram(x)
+    if covered.shape[0]:
+        gram -= _gram(_times_transposed(x, covered))
+    return gram
 
 
 @numba.njit(cache=True, nogil=True)
@@ -270,12 +330,12 @@ def _next_pivot(residual, taken, initial, floor, energy_tol):  # pragma: no cove
 
 
 @numba.njit(cache=True, nogil=True)
-def _greedy_gram(x, k, floor, energy_tol):  # pragma: no cover
-    m = x.shape[0]
-    gram = _times_transposed(x, x)
+def _greedy_gram(gram, k, floor, energy_tol):  # pragma: no cover
+    """Pivoted Cholesky of ``gram`` (m, m): at most ``k`` pivots (the caller bounds ``k`` by the rank)."""
+    m = gram.shape[0]
     residual = np.diag(gram).copy()
     taken = np.zeros(m, dtype=np.bool_)
-    steps = min(k, x.shape[1], m)
+    steps = min(k, m)
     factor = np.zeros((steps, m))  # row t: the t-th Cholesky column, L[:, t]
     initial = residual.sum()
     for t in range(steps):
@@ -285,10 +345,7 @@ def _greedy_gram(x, k, floor, energy_tol):  # pragma: no cover
         # explicit loops: numba array expressions would allocate a temporary per update
         column = factor[t]
         column[:] = gram[best]
-        for j in range(t):
-            weight, previous = factor[j, best], factor[j]
-            for i in range(m):
-                column[i] -= weight * previous[i]
+        _subtract_combination(column, factor[:t, best], factor, t)
         inverse = 1.0 / np.sqrt(residual[best])
         for i in range(m):
             column[i] *= inverse
@@ -334,55 +391,89 @@ def duplicate_pairs(
     :meth:`core.DuplicatePairs.find`'s torch path, whatever the directions.
     """
     out = _sweep_rows(
-        np.ascontiguousarray(unit.detach().cpu().numpy(), dtype=np.float32),
-        valid.cpu().numpy(),
+        as_array(unit, torch.float32),
+        as_array(valid),
         float(threshold),
         float(radius),
-        np.ascontiguousarray(directions.detach().cpu().numpy().T, dtype=np.float64),
+        as_array(directions.T, torch.float64),
     )
-    row, a, b = torch.from_numpy(out).to(unit.device)
+    row, a, b = torch.from_numpy(out)
     return row, a, b
 
 
 @numba.njit(cache=True, nogil=True)
 def _sweep_rows(unit, valid, threshold, radius, fixed):  # pragma: no cover
-    out = np.empty((3, 64), dtype=np.int64)
-    found = 0
+    rows = [np.empty((3, 0), dtype=np.int64)]
     for r in range(unit.shape[0]):
-        members = np.nonzero(valid[r])[0]
-        if len(members) < 2:
-            continue
-        rows = unit[r][members]
-        coords = _times_transposed(rows, _row_directions(rows, fixed))
-        order = np.argsort(coords[:, 0], kind="mergesort")
-        coords, rows, members = coords[order], rows[order], members[order]  # contiguous in sweep order
-        for p in range(len(members)):
-            for q in range(p + 1, len(members)):
-                if coords[q, 0] - coords[p, 0] > radius:
-                    break
-                if _farther(coords[p], coords[q], radius * radius) or np.dot(rows[p], rows[q]) < threshold:
-                    continue
-                if found == out.shape[1]:  # grow by doubling: one sweep, no counting pass
-                    grown = np.empty((3, 2 * found), dtype=np.int64)
-                    grown[:, :found] = out
-                    out = grown
-                out[0, found] = r
-                out[1, found] = min(members[p], members[q])
-                out[2, found] = max(members[p], members[q])
-                found += 1
+        pairs = _sweep_row(unit[r], valid[r], threshold, radius, fixed)
+        found = np.empty((3, pairs.shape[1]), dtype=np.int64)
+        found[0], found[1:] = r, pairs
+        rows.append(found)
+    total = 0
+    for found in rows:
+        total += found.shape[1]
+    out = np.empty((3, total), dtype=np.int64)
+    start = 0
+    for found in rows:
+        out[:, start : start + found.shape[1]] = found
+        start += found.shape[1]
+    return out
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE)
+def _sweep_row(unit, valid, threshold, radius, fixed):  # pragma: no cover
+    """One row of :func:`duplicate_pairs`: ``unit`` ``(P, D)``, ``valid`` ``(P,)``; ``(2, pairs)`` token
+    positions, the smaller first."""
+    out = np.empty((2, 16), dtype=np.int64)
+    found = 0
+    members = np.nonzero(valid)[0]
+    if len(members) < 2:
+        return out[:, :0].copy()
+    rows = unit[members]
+    coords = _times_transposed(rows, _row_directions(rows, fixed))
+    order = np.argsort(coords[:, 0], kind="mergesort")
+    rows, members = rows[order], members[order]  # contiguous in sweep order
+    columns = coords[order].T.copy()  # (k, tokens): one coordinate of every token is contiguous
+    distance = np.empty(len(members))  # one buffer for every token's squared distances
+    reach = 0
+    for p in range(len(members)):
+        reach = _within_radius(columns[0], p, max(reach, p + 1), radius)
+        _distances_after(columns, p, reach, distance)
+        for q in range(p + 1, reach):
+            if distance[q - p - 1] > radius * radius or np.dot(rows[p], rows[q]) < threshold:
+                continue
+            if found == out.shape[1]:  # grow by doubling: one sweep, no counting pass
+                grown = np.empty((2, 2 * found), dtype=np.int64)
+                grown[:, :found] = out
+                out = grown
+            out[0, found] = min(members[p], members[q])
+            out[1, found] = max(members[p], members[q])
+            found += 1
     return out[:, :found].copy()
 
 
-@numba.njit(cache=True, nogil=True)
-def _farther(a, b, limit):  # pragma: no cover
-    """``||a - b||^2 > limit``, stopping as soon as the partial sum exceeds it."""
-    total = 0.0
-    for c in range(a.shape[0]):
-        diff = a[c] - b[c]
-        total += diff * diff
-        if total > limit:
-            return True
-    return False
+@numba.njit(cache=True, nogil=True, inline="always")
+def _within_radius(first, p, start, radius):  # pragma: no cover
+    """The end of the run of sorted ``first`` coordinates within ``radius`` after token ``p``. The end
+    never moves back as ``p`` advances, so the search resumes from the previous one (``start``)."""
+    end = start
+    while end < first.shape[0] and first[end] - first[p] <= radius:
+        end += 1
+    return end
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REDUCE, inline="always")
+def _distances_after(columns, p, end, distance):  # pragma: no cover
+    """``distance[q - p - 1] = ||coords_p - coords_q||^2`` for every ``q`` in ``(p, end)``: summed one
+    coordinate after another over all ``q`` at once (contiguous, vectorised), not pair by pair (a call
+    per pair cost ~10 ns, most of the sweep)."""
+    width = end - p - 1
+    distance[:width] = 0.0
+    for c in range(columns.shape[0]):
+        after, at = columns[c, p + 1 : end], columns[c, p]  # a slice from 0: vectorised (_mean_row_entropy)
+        for q in range(width):
+            diff = after[q] - at
+            distance[q] += diff * diff
 
 
 @numba.njit(cache=True, nogil=True)
