@@ -48,6 +48,7 @@ ALLOWED = {
     "spcacw/engine.py": {"_CONTRASTS": "a constant contrast matrix per (batch, groups) (pure)"},
     "spcacw/flower_app.py": {"federation()": "the Flower app's data in its own process, not the experiment"},
     "spectralkv/duplicates.py": {"_fixed_directions()": "fixed seed-0 random directions per shape (pure)"},
+    "spectralkv/integration.py": {"_future_mask()": "a constant causal mask per (window, device) (pure, 8)"},
     "spectralkv/real_tasks.py": {
         "prose_lines()": "the interpreter's own help-topic text, read once (immutable, pure)",
         "code_lines()": "the interpreter's own standard-library source lines, read once (immutable, pure)",

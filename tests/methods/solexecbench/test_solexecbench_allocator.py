@@ -69,13 +69,14 @@ def _faults_per_timed_call(inputs: str, allocator: str) -> float:
 
 
 @pytest.mark.skipif(find_jemalloc() is None, reason="no jemalloc here (apt-get install libjemalloc2)")
-def test_timed_temporaries_reuse_touched_pages_only_with_both_remedies() -> None:
-    """Off-heap inputs and jemalloc together: no temporary of a timed call lands on a fresh page. Either
-    alone leaves at least one temporary (192 pages) faulting in every call."""
+def test_timed_temporaries_reuse_touched_pages_with_inputs_off_the_heap() -> None:
+    """Off-heap inputs on jemalloc (the defaults): no temporary of a timed call lands on a fresh page. With
+    the inputs on the heap, one temporary (192 pages) faults in every call. (Off-heap inputs on glibc
+    fault in some environments and not in others, so that pair is not asserted here; in the harness they
+    left the reference's time on two levels, README "Timing CV" 4.)"""
     pages = 256 * 768 * 4 // 4096
     assert _faults_per_timed_call("off", "jemalloc") < pages / 4
-    assert _faults_per_timed_call("on", "jemalloc") >= pages  # inputs on the heap
-    assert _faults_per_timed_call("off", "glibc") >= pages  # glibc's malloc
+    assert _faults_per_timed_call("on", "jemalloc") >= pages  # the idea off: inputs on the heap
 
 
 def test_off_heap_copies_keep_values_dtype_shape_and_leave_other_values_alone() -> None:
