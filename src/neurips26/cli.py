@@ -104,7 +104,7 @@ def _describe_systems(experiment: Any, config: Any) -> dict[str, str]:
         except Exception as exc:  # info must still print the rest
             failures[name] = f"<cannot build: {type(exc).__name__}: {exc}>"
     shown = {name: format_fields(fields) for name, fields in differing_fields(records).items()}
-    return {name: shown.get(name) or failures[name] for name in experiment.systems}
+    return {name: shown[name] if name in shown else failures[name] for name in experiment.systems}
 
 
 def _spec_or_usage_error(slug: str) -> MethodSpec:

@@ -89,7 +89,7 @@ def _class_first(key: str) -> tuple[int, str]:
 
 def _collect(value: Any, prefix: str, record: dict[str, Any], depth: int, seen: set[int]) -> None:
     if isinstance(value, _PLAIN) or depth > _MAX_DEPTH:
-        record[prefix.rstrip(".") or "value"] = value if isinstance(value, _PLAIN) else repr(value)
+        record[_leaf_key(prefix)] = value if isinstance(value, _PLAIN) else repr(value)
         return
     if id(value) in seen:  # a cycle (a closure that reaches itself): the first visit described it
         return
@@ -100,12 +100,12 @@ def _collect(value: Any, prefix: str, record: dict[str, Any], depth: int, seen: 
             _collect(getattr(value, field.name), f"{prefix}{field.name}.", record, depth + 1, seen)
     elif isinstance(value, Mapping):
         if not value:
-            record[prefix.rstrip(".") or "value"] = {}
+            record[_leaf_key(prefix)] = {}
         for key, item in value.items():
             _collect(item, f"{prefix}{key}.", record, depth + 1, seen)
     elif isinstance(value, tuple | list):
         if all(isinstance(item, _PLAIN) for item in value):
-            record[prefix.rstrip(".") or "value"] = tuple(value)
+            record[_leaf_key(prefix)] = tuple(value)
         else:
             for index, item in enumerate(value):
                 _collect(item, f"{prefix}{index}.", record, depth + 1, seen)
@@ -116,14 +116,19 @@ def _collect(value: Any, prefix: str, record: dict[str, Any], depth: int, seen: 
     elif isinstance(value, types.FunctionType):
         _collect_function(value, prefix, record, depth, seen)
     elif isinstance(value, type | types.BuiltinFunctionType | types.ModuleType):
-        record[prefix.rstrip(".") or "value"] = f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+        record[_leaf_key(prefix)] = f"{getattr(value, '__module__', '')}.{value.__qualname__}"
     elif hasattr(value, "__dict__") and _is_ours(type(value)):
         record[prefix + CLASS_KEY] = type(value).__qualname__
         for name, item in vars(value).items():
             if not name.startswith("_"):
                 _collect(item, f"{prefix}{name}.", record, depth + 1, seen)
     else:  # a third-party value (an enum, a dtype, a tensor): its repr is its description
-        record[prefix.rstrip(".") or "value"] = repr(value)
+        record[_leaf_key(prefix)] = repr(value)
+
+
+def _leaf_key(prefix: str) -> str:
+    """The key of a plain value at ``prefix`` (``"value"`` for a system that is itself a plain value)."""
+    return prefix.rstrip(".") or "value"
 
 
 def _is_ours(cls: type) -> bool:
@@ -141,11 +146,11 @@ def _collect_function(
     if "<lambda>" in name:  # lambdas of one factory share a name: where each is written tells them apart
         name += f":{function.__code__.co_firstlineno}"
     record[prefix + CLASS_KEY] = name
-    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or (), strict=True):
+    for variable, cell in zip(function.__code__.co_freevars, function.__closure__ or (), strict=True):
         try:
             captured = cell.cell_contents
         except ValueError:  # an empty cell (a name bound after the closure was made)
             continue
         if isinstance(captured, types.ModuleType):
             continue
-        _collect(captured, f"{prefix}{name}.", record, depth + 1, seen)
+        _collect(captured, f"{prefix}{variable}.", record, depth + 1, seen)
