@@ -7,17 +7,25 @@ evaluated in turn in one process so they see the same load.
 Only the driver and its settings differ (the harness is the same): the old driver's source is taken from
 git (``--baseline-rev``) and written into its sandbox before the driver starts.
 
+The issue asks for the CV at load ~2 on this 2-core machine: ``--background mixed`` (the default) runs one
+single-threaded job beside the benchmark for its whole length, streaming through 256 MiB and multiplying
+1024 x 1024 matrices in turn (memory and compute pressure, as the other sessions' jobs give), so the load is
+the benchmark's 1 plus that job's 1 whatever else runs; ``none`` measures the machine as it is.
+
     OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/solexecbench/bench_solexecbench_split.py --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from neurips26.methods.solexecbench import Sandbox, SolExecBench, SolExecBenchConfig, load_problem_set
@@ -32,6 +40,35 @@ def _cv(values: list[float]) -> float:
     if len(values) < 2 or statistics.fmean(values) == 0:
         return 0.0
     return statistics.stdev(values) / statistics.fmean(values)
+
+
+def _background_job(kind: str) -> None:
+    """One single-threaded job until it is terminated: ``memory`` streams through 256 MiB, ``compute``
+    multiplies 1024 x 1024 matrices, ``mixed`` does both in turn."""
+    import torch
+
+    torch.set_num_threads(1)
+    stream, matrix = torch.empty(2**26), torch.randn(1024, 1024)
+    while True:
+        if kind in ("memory", "mixed"):
+            stream.add_(1.0)
+        if kind in ("compute", "mixed"):
+            matrix @ matrix
+
+
+@contextlib.contextmanager
+def background(kind: str) -> Iterator[None]:
+    """``kind``'s background job (none for ``none``) for the length of the block."""
+    if kind == "none":
+        yield
+        return
+    job = multiprocessing.get_context("spawn").Process(target=_background_job, args=(kind,), daemon=True)
+    job.start()
+    try:
+        yield
+    finally:
+        job.terminate()
+        job.join()
 
 
 def old_driver_source(revision: str) -> str:
@@ -49,7 +86,13 @@ def main() -> None:
     parser.add_argument("--rung", default="fused")
     parser.add_argument("--block", type=int, default=SolExecBenchConfig().interleave_block)
     parser.add_argument("--versions", default="before,sequential,after")
+    parser.add_argument("--background", default="mixed", choices=("none", "memory", "compute", "mixed"))
     args = parser.parse_args()
+    with background(args.background):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     versions = tuple(args.versions.split(","))
     names = tuple(args.problems.split(","))
     problems = load_problem_set(names)
@@ -94,7 +137,11 @@ def main() -> None:
             line["ratio"] = round(line[f"wall_s_{versions[-1]}"] / line["wall_s_before"], 3)
         report.append(line)
         print(json.dumps(line))
-    summary: dict = {"load_average_1min": round(os.getloadavg()[0], 2), "block": args.block}
+    summary: dict = {
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "block": args.block,
+        "background": args.background,
+    }
     if "before" in versions:
         ratios = [line["ratio"] for line in report]
         summary.update(median_ratio=statistics.median(ratios), max_ratio=max(ratios))

@@ -87,8 +87,9 @@ class SolExecBenchConfig:
     )
     steady_allocator: bool = param(
         True,
-        "issue #44 (SOL-score CV): fixed glibc malloc thresholds in every evaluation process, so a call's"
-        " temporaries reuse pages instead of faulting on fresh ones depending on the allocation history",
+        "issue #44 (SOL-score CV): fixed glibc malloc thresholds, or on jemalloc an arena of the process's"
+        " own, in every evaluation process, so a call's temporaries reuse pages instead of faulting on fresh"
+        " ones depending on the allocation history (the fork server's, inherited)",
     )
     inputs_off_heap: bool = param(
         True,
