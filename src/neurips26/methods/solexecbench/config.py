@@ -10,6 +10,7 @@ from neurips26.core.config import nested, param
 from neurips26.core.validation import check_choice, check_in_range, check_positive
 from neurips26.methods.solar import FIDELITIES
 from neurips26.methods.solexecbench.backends import TIMERS, parse_device
+from neurips26.methods.solexecbench.sandbox import ALLOCATORS
 
 MODES = ("solexecbench", "naive", "kernelbench")
 EXTRA_RUNGS = ("cpp", "compile")
@@ -171,7 +172,7 @@ class SolExecBenchConfig:
         check_choice("mode", self.mode, MODES)
         check_choice("sol_fidelity", self.sol_fidelity, FIDELITIES)
         check_choice("isolation", self.isolation, ("fork", "spawn"))
-        check_choice("allocator", self.allocator, ("auto", "jemalloc", "glibc"))
+        check_choice("allocator", self.allocator, ALLOCATORS)
         check_choice("timing_estimator", self.timing_estimator, TIMING_ESTIMATORS)
         if isinstance(self.pin_cpu, bool) or not isinstance(self.pin_cpu, int) or self.pin_cpu < -1:
             raise ValueError(f"pin_cpu must be a CPU index >= 0 or -1 (no pinning), got {self.pin_cpu!r}")
