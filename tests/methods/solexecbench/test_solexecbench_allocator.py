@@ -173,7 +173,17 @@ def test_every_evaluation_process_allocates_from_a_jemalloc_arena_of_its_own() -
     assert after == before
 
 
-def test_without_jemalloc_the_arena_step_is_a_no_op() -> None:
-    if find_jemalloc() is not None and os.environ.get("LD_PRELOAD", "").endswith("libjemalloc.so.2"):
-        pytest.skip("this process runs on jemalloc")
-    assert driver._own_jemalloc_arena() is None  # glibc's malloc: nothing to switch
+def test_on_glibc_the_arena_step_is_a_no_op() -> None:
+    """Where jemalloc is not installed the evaluation processes run on glibc's malloc (``allocator="auto"``):
+    the arena step finds no ``mallctl`` and changes nothing, and the process is still prepared."""
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    environment.pop("LD_PRELOAD", None)
+    probe = (
+        "from neurips26.methods.solexecbench import driver\n"
+        "driver._prepare_evaluation_process({'steady_allocator': True, 'threads': 1})\n"
+        "print(driver._own_jemalloc_arena())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=environment, check=True
+    )
+    assert done.stdout.split()[-1] == "None"
